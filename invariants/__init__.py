@@ -1,0 +1,1 @@
+"""invariants layer (see ../shared/DESIGN.md)."""

@@ -1,0 +1,186 @@
+"""Storage port and its two implementations: in-memory (simulation) and a local directory.
+
+Hudi's timeline is only correct because instant files are *write-once*: a transition creates the
+next state's file with an atomic put-if-absent, and a second create of the same name fails. That
+turns an instant-time collision into an abort instead of a silent overwrite (PROTOCOL.md section 2),
+so :meth:`Storage.create_if_absent` is the one primitive everything else builds on.
+
+Paths are relative to the table's base path and always use ``/``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+
+class FileAlreadyExistsError(FileExistsError):
+    """A write-once file was created twice."""
+
+
+@dataclass(frozen=True, order=True)
+class FileStatus:
+    """One listed file: its path relative to the table, size and modification time."""
+
+    path: str
+    size: int
+    modified_ms: int
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """What the protocol needs of a file system or object store."""
+
+    def create_if_absent(self, path: str, data: bytes) -> None:
+        """Atomically create ``path`` with ``data``; raise FileAlreadyExistsError if it exists."""
+        ...
+
+    def write(self, path: str, data: bytes) -> None:
+        """Create or replace ``path`` (only for mutable files such as hoodie.properties)."""
+        ...
+
+    def read(self, path: str) -> bytes:
+        """The whole content of ``path``; FileNotFoundError if absent."""
+        ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def delete(self, path: str) -> None:
+        """Remove ``path`` if it exists (rollback deletes data files and markers)."""
+        ...
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        """Files (not folders) directly inside folder ``path``, sorted by path."""
+        ...
+
+    def list_subdirs(self, path: str) -> list[str]:
+        """Names of the folders directly inside ``path``, sorted."""
+        ...
+
+
+def join(*parts: str) -> str:
+    """Join path parts with ``/``, skipping empty parts (a non-partitioned table's partition)."""
+    return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
+
+
+def _check_relative(path: str) -> str:
+    if not path or path.startswith("/") or ".." in path.split("/"):
+        raise ValueError(f"storage paths are relative to the table and stay inside it: {path!r}")
+    return path
+
+
+class InMemoryStorage:
+    """A dict of path -> bytes with a logical modification clock; fast and deterministic.
+
+    ``modified_ms`` comes from :attr:`now_ms`, which the owner (the simulator, or a test) sets; the
+    storage never reads a real clock.
+    """
+
+    def __init__(self) -> None:
+        self._files: dict[str, tuple[bytes, int]] = {}
+        self.now_ms = 0
+
+    def create_if_absent(self, path: str, data: bytes) -> None:
+        _check_relative(path)
+        if path in self._files:
+            raise FileAlreadyExistsError(path)
+        self._files[path] = (bytes(data), self.now_ms)
+
+    def write(self, path: str, data: bytes) -> None:
+        self._files[_check_relative(path)] = (bytes(data), self.now_ms)
+
+    def read(self, path: str) -> bytes:
+        try:
+            return self._files[path][0]
+        except KeyError:
+            raise FileNotFoundError(path) from None
+
+    def exists(self, path: str) -> bool:
+        return path in self._files
+
+    def delete(self, path: str) -> None:
+        self._files.pop(path, None)
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        prefix = path.rstrip("/") + "/" if path.strip("/") else ""
+        out = []
+        for name in sorted(self._files):
+            if name.startswith(prefix) and "/" not in name[len(prefix) :]:
+                data, mtime = self._files[name]
+                out.append(FileStatus(name, len(data), mtime))
+        return out
+
+    def list_subdirs(self, path: str) -> list[str]:
+        prefix = path.rstrip("/") + "/" if path.strip("/") else ""
+        subdirs = {
+            rest.split("/", 1)[0]
+            for name in self._files
+            if name.startswith(prefix) and "/" in (rest := name[len(prefix) :])
+        }
+        return sorted(subdirs)
+
+    def paths(self) -> Iterable[str]:
+        """Every stored path, sorted (for tests and for materializing a simulated table)."""
+        return sorted(self._files)
+
+
+class LocalStorage:
+    """A table in a local directory. ``create_if_absent`` uses ``O_CREAT | O_EXCL`` (atomic)."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def _abs(self, path: str) -> Path:
+        return self.root / _check_relative(path) if path else self.root
+
+    def create_if_absent(self, path: str, data: bytes) -> None:
+        target = self._abs(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            raise FileAlreadyExistsError(path) from None
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+
+    def write(self, path: str, data: bytes) -> None:
+        target = self._abs(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp-write")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+
+    def read(self, path: str) -> bytes:
+        return self._abs(path).read_bytes()
+
+    def exists(self, path: str) -> bool:
+        return self._abs(path).exists()
+
+    def delete(self, path: str) -> None:
+        self._abs(path).unlink(missing_ok=True)
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        folder = self._abs(path)
+        if not folder.is_dir():
+            return []
+        out = []
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_file():
+                    st = entry.stat()
+                    out.append(FileStatus(join(path, entry.name), st.st_size, st.st_mtime_ns // 10**6))
+        return sorted(out)
+
+    def list_subdirs(self, path: str) -> list[str]:
+        folder = self._abs(path)
+        if not folder.is_dir():
+            return []
+        with os.scandir(folder) as entries:
+            return sorted(e.name for e in entries if e.is_dir())

@@ -1,0 +1,226 @@
+"""The active timeline: loaded from storage, advanced by write-once transitions.
+
+:class:`Timeline` is an immutable snapshot of the instants (what readers and the file-system view
+use). :class:`ActiveTimeline` binds a table's storage and a time generator and performs the
+transitions of PROTOCOL.md sections 1-2:
+
+* ``requested`` and ``inflight`` files are created with put-if-absent, so a second writer that got
+  the same instant time fails instead of overwriting;
+* completing an instant generates the completion time *and* creates the completed file while the
+  time generator still holds its lock (Hudi's ``TimeGenerator.consumeTime`` used by
+  ``ActiveTimelineV2.transitionStateToComplete``), so completion times are ordered like the
+  completed files' appearance (invariant 2).
+
+Layout 1 (table version 6) is read-only here: its completed files carry no completion time, which
+is taken from the file's modification time as Hudi does.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from models.instant import (
+    COMPLETED_ACTION,
+    Instant,
+    InstantFileNameError,
+    State,
+    completion_from_mtime,
+    parse_instant_file_name,
+)
+from models.instant_time import normalize
+from models.ports import Steps
+from models.properties import TableConfig
+from models.storage import FileStatus, Storage, join
+
+
+class TimelineError(RuntimeError):
+    """A transition the protocol forbids (e.g. completing an instant twice)."""
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Instants sorted by requested time (then state, action); a value, never mutated."""
+
+    instants: tuple[Instant, ...] = ()
+    _by_time: dict[str, list[Instant]] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        ordered = tuple(sorted(self.instants, key=lambda i: (i.requested_time, i.state.value, i.action)))
+        object.__setattr__(self, "instants", ordered)
+        for instant in ordered:
+            self._by_time.setdefault(instant.requested_time, []).append(instant)
+
+    def __iter__(self) -> Iterator[Instant]:
+        return iter(self.instants)
+
+    def __len__(self) -> int:
+        return len(self.instants)
+
+    def get(self, requested_time: str) -> Instant | None:
+        """The instant with this requested time (the first, if a collision put several there)."""
+        found = self._by_time.get(normalize(requested_time))
+        return found[0] if found else None
+
+    def completed(self) -> Timeline:
+        return Timeline(tuple(i for i in self.instants if i.is_completed))
+
+    def pending(self) -> Timeline:
+        return Timeline(tuple(i for i in self.instants if not i.is_completed))
+
+    def filter(self, predicate: Callable[[Instant], bool]) -> Timeline:
+        return Timeline(tuple(i for i in self.instants if predicate(i)))
+
+    def with_actions(self, *actions: str) -> Timeline:
+        return self.filter(lambda i: i.action in actions)
+
+    def completion_time(self, requested_time: str) -> str | None:
+        """Completion time of the instant requested at ``requested_time``, None if not completed.
+
+        Only the active timeline is consulted; archived instants (section 8) are not here.
+        """
+        for instant in self._by_time.get(normalize(requested_time), ()):
+            if instant.is_completed:
+                return instant.completion_time
+        return None
+
+    def is_completed(self, requested_time: str) -> bool:
+        return self.completion_time(requested_time) is not None
+
+    def by_completion_time(self) -> tuple[Instant, ...]:
+        """Completed instants in completion-time order (the order commits became visible)."""
+        done = [i for i in self.instants if i.is_completed]
+        return tuple(sorted(done, key=lambda i: (i.completion_time, i.requested_time)))
+
+    def last_completed(self) -> Instant | None:
+        """The completed instant with the greatest completion time."""
+        done = self.by_completion_time()
+        return done[-1] if done else None
+
+    def as_of(self, time: str) -> Timeline:
+        """The timeline a reader at ``time`` sees: instants requested at or before ``time``, with
+        the ones that completed after ``time`` turned back into pending (inflight) instants.
+
+        This is Hudi 1.x time travel: a commit is part of the table as of ``time`` iff it
+        completed by then; pending instants still open slices (a requested compaction does).
+        """
+        bound = normalize(time)
+        out = []
+        for instant in self.instants:
+            if instant.requested_time > bound:
+                continue
+            if instant.is_completed and instant.completion_time > bound:  # type: ignore[operator]
+                out.append(Instant(instant.requested_time, State.INFLIGHT, _pending_action(instant)))
+            else:
+                out.append(instant)
+        return Timeline(tuple(out))
+
+    def requested_times(self) -> list[str]:
+        return [i.requested_time for i in self.instants]
+
+    def count_requested_at_or_before(self, time: str) -> int:
+        return bisect_right(self.requested_times(), normalize(time))
+
+
+def _pending_action(instant: Instant) -> str:
+    # A completed compaction shows as "commit"; undoing completion cannot recover that, and for
+    # slicing a pending write and a pending compaction differ only in whether a base file opens a
+    # slice, which base-file filtering by completion already handles.
+    return instant.action
+
+
+def instants_from_listing(files: Iterable[FileStatus], layout_version: int) -> tuple[Instant, ...]:
+    """Build instants (each at its latest state) from the timeline folder's listing.
+
+    Files that are not instant files (``hoodie.properties``, ``.aux``, ...) are skipped. A pending
+    compaction/logcompaction/clustering and its completed ``commit``/``deltacommit``/
+    ``replacecommit`` file are one instant.
+    """
+    groups: dict[str, list[tuple[object, FileStatus]]] = {}
+    for status in files:
+        try:
+            parsed = parse_instant_file_name(status.name)
+        except InstantFileNameError:
+            continue
+        groups.setdefault(parsed.requested_time, []).append((parsed, status))
+    out: list[Instant] = []
+    for time in sorted(groups):
+        latest: dict[str, tuple[State, str | None]] = {}
+        for parsed, status in groups[time]:
+            action = parsed.action  # type: ignore[attr-defined]
+            state = parsed.state  # type: ignore[attr-defined]
+            completion = parsed.completion_time  # type: ignore[attr-defined]
+            if state is State.COMPLETED and completion is None:
+                completion = completion_from_mtime(status.modified_ms)
+            current = latest.get(action)
+            if current is None or state.value > current[0].value:
+                latest[action] = (state, completion)
+        # fold pending table services into their completed file's action
+        for pending, completed in COMPLETED_ACTION.items():
+            if pending in latest and completed in latest and latest[completed][0] is State.COMPLETED:
+                del latest[pending]
+        for action in sorted(latest):
+            state, completion = latest[action]
+            out.append(Instant(time, state, action, completion if state is State.COMPLETED else None))
+    return tuple(out)
+
+
+class ActiveTimeline:
+    """A table's timeline on storage: load it, and move instants through their states."""
+
+    def __init__(self, storage: Storage, config: TableConfig) -> None:
+        self.storage = storage
+        self.config = config
+        self.layout_version = config.layout_version
+        self.folder = config.timeline_dir
+
+    def load(self) -> Timeline:
+        return Timeline(instants_from_listing(self.storage.list_dir(self.folder), self.layout_version))
+
+    def path_of(self, instant: Instant) -> str:
+        return join(self.folder, instant.file_name(self.layout_version))
+
+    def read_content(self, instant: Instant) -> bytes:
+        """The bytes of the instant's file at its current state."""
+        return self.storage.read(self.path_of(instant))
+
+    def _require_writable(self) -> None:
+        if self.layout_version != 2:
+            raise TimelineError("writing is supported for timeline layout 2 (table version 8+) only")
+
+    def create_requested(self, requested_time: str, action: str, content: bytes = b"") -> Instant:
+        """Create ``<t>.<action>.requested``; FileAlreadyExistsError if that instant exists."""
+        self._require_writable()
+        instant = Instant(requested_time, State.REQUESTED, action)
+        self.storage.create_if_absent(self.path_of(instant), content)
+        return instant
+
+    def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
+        self._require_writable()
+        if instant.state is not State.REQUESTED:
+            raise TimelineError(f"only a requested instant goes inflight, not {instant}")
+        inflight = Instant(instant.requested_time, State.INFLIGHT, instant.action)
+        self.storage.create_if_absent(self.path_of(inflight), content)
+        return inflight
+
+    def complete(self, instant: Instant, content: bytes, time_generator: object) -> Steps[Instant]:
+        """Generate the completion time and create the completed file under the generator's lock.
+
+        ``time_generator`` is a :class:`models.truetime.TimeGenerator`; its ``consume_time`` keeps
+        the lock while the file is created.
+        """
+        self._require_writable()
+        if instant.state is not State.INFLIGHT:
+            raise TimelineError(f"only an inflight instant completes, not {instant}")
+
+        def create(completion_time: str) -> Instant:
+            if completion_time <= instant.requested_time:
+                raise TimelineError(
+                    f"completion time {completion_time} is not after requested time of {instant}"
+                )
+            done = Instant(instant.requested_time, State.COMPLETED, instant.action, completion_time)
+            self.storage.create_if_absent(self.path_of(done), content)
+            return done
+
+        return (yield from time_generator.consume_time(create))  # type: ignore[attr-defined]

@@ -1,0 +1,1 @@
+"""replay layer (see ../shared/DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""reports layer (see ../shared/DESIGN.md)."""

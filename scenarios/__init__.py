@@ -1,0 +1,1 @@
+"""scenarios layer (see ../shared/DESIGN.md)."""

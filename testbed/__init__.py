@@ -1,0 +1,1 @@
+"""testbed layer (see ../shared/DESIGN.md)."""
