@@ -52,10 +52,16 @@ ACTIONS = (
 )
 """Timeline actions of Hudi 1.x (``HoodieTimeline``)."""
 
-COMPLETED_ACTION = {"compaction": "commit", "logcompaction": "deltacommit", "clustering": "replacecommit"}
+COMPLETED_ACTION = {
+    "compaction": "commit",
+    "logcompaction": "deltacommit",
+    "clustering": "replacecommit",
+}
 """The action a pending action's completed file carries."""
 
-WRITE_ACTIONS = frozenset({"commit", "deltacommit", "compaction", "logcompaction", "replacecommit", "clustering"})
+WRITE_ACTIONS = frozenset(
+    {"commit", "deltacommit", "compaction", "logcompaction", "replacecommit", "clustering"}
+)
 """Actions that write data files (their instant time appears in base and log file names)."""
 
 # Hudi's instant file name pattern: time (optionally _completion), action, optional state suffix.
@@ -141,7 +147,9 @@ def parse_instant_file_name(name: str) -> ParsedInstantFile:
     if action not in ACTIONS:
         raise InstantFileNameError(f"unknown action {action!r} in {name!r}")
     if completion is not None and state is not State.COMPLETED:
-        raise InstantFileNameError(f"only completed instant files carry a completion time: {name!r}")
+        raise InstantFileNameError(
+            f"only completed instant files carry a completion time: {name!r}"
+        )
     try:
         requested = normalize(requested)
         completion = normalize(completion) if completion is not None else None

@@ -15,8 +15,11 @@ INSTANT_TIME_LENGTH = 17
 LEGACY_INSTANT_TIME_LENGTH = 14
 LEGACY_PADDING = "999"
 _FORMAT = "%Y%m%d%H%M%S"
-_DIGITS = re.compile(r"^\d+$")
+# ASCII digits only, whole string: `\d` also matches non-ASCII digits and `$` a trailing newline.
+_DIGITS = re.compile(r"[0-9]+")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# 9999-12-31T23:59:59.999Z: the last moment a 17-digit time (4-digit year) can express.
+MAX_EPOCH_MS = 253_402_300_799_999
 
 # Hudi's sentinel times (HoodieTimeline.INIT_INSTANT_TS and friends): valid times that sort before
 # or after every real one.
@@ -30,7 +33,7 @@ class InstantTimeError(ValueError):
 
 def normalize(time: str) -> str:
     """Return the 17-digit form of ``time`` (pads legacy 14-digit times with ``999``)."""
-    if not _DIGITS.match(time or ""):
+    if not isinstance(time, str) or not _DIGITS.fullmatch(time):
         raise InstantTimeError(f"instant time must be digits, got {time!r}")
     if len(time) == INSTANT_TIME_LENGTH:
         return time
@@ -46,6 +49,8 @@ def format_epoch_ms(epoch_ms: int) -> str:
     """Format milliseconds since the Unix epoch (UTC) as a 17-digit instant time."""
     if epoch_ms < 0:
         raise InstantTimeError(f"instant times start at the epoch, got {epoch_ms} ms")
+    if epoch_ms > MAX_EPOCH_MS:
+        raise InstantTimeError(f"instant times end with the year 9999, got {epoch_ms} ms")
     moment = _EPOCH + timedelta(milliseconds=epoch_ms)
     return moment.strftime(_FORMAT) + f"{epoch_ms % 1000:03d}"
 

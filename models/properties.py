@@ -41,7 +41,7 @@ def parse_properties(text: str) -> dict[str, str]:
     props: dict[str, str] = {}
     logical = ""
     for raw in text.splitlines():
-        line = raw.lstrip() if not logical else raw.lstrip()
+        line = raw.lstrip()
         if not logical and (not line or line[0] in "#!"):
             continue
         trailing = len(line) - len(line.rstrip("\\"))
@@ -153,7 +153,9 @@ class TableConfig:
     def table_type(self) -> str:
         value = self.raw.get(TABLE_TYPE, COPY_ON_WRITE)
         if value not in (COPY_ON_WRITE, MERGE_ON_READ):
-            raise PropertiesError(f"{TABLE_TYPE}={value!r}; allowed: {COPY_ON_WRITE}, {MERGE_ON_READ}")
+            raise PropertiesError(
+                f"{TABLE_TYPE}={value!r}; allowed: {COPY_ON_WRITE}, {MERGE_ON_READ}"
+            )
         return value
 
     @property

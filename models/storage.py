@@ -175,7 +175,9 @@ class LocalStorage:
             for entry in entries:
                 if entry.is_file():
                     st = entry.stat()
-                    out.append(FileStatus(join(path, entry.name), st.st_size, st.st_mtime_ns // 10**6))
+                    out.append(
+                        FileStatus(join(path, entry.name), st.st_size, st.st_mtime_ns // 10**6)
+                    )
         return sorted(out)
 
     def list_subdirs(self, path: str) -> list[str]:

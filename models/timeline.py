@@ -44,10 +44,14 @@ class Timeline:
     """Instants sorted by requested time (then state, action); a value, never mutated."""
 
     instants: tuple[Instant, ...] = ()
-    _by_time: dict[str, list[Instant]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _by_time: dict[str, list[Instant]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
-        ordered = tuple(sorted(self.instants, key=lambda i: (i.requested_time, i.state.value, i.action)))
+        ordered = tuple(
+            sorted(self.instants, key=lambda i: (i.requested_time, i.state.value, i.action))
+        )
         object.__setattr__(self, "instants", ordered)
         for instant in ordered:
             self._by_time.setdefault(instant.requested_time, []).append(instant)
@@ -111,7 +115,9 @@ class Timeline:
             if instant.requested_time > bound:
                 continue
             if instant.is_completed and instant.completion_time > bound:  # type: ignore[operator]
-                out.append(Instant(instant.requested_time, State.INFLIGHT, _pending_action(instant)))
+                out.append(
+                    Instant(instant.requested_time, State.INFLIGHT, _pending_action(instant))
+                )
             else:
                 out.append(instant)
         return Timeline(tuple(out))
@@ -158,11 +164,17 @@ def instants_from_listing(files: Iterable[FileStatus], layout_version: int) -> t
                 latest[action] = (state, completion)
         # fold pending table services into their completed file's action
         for pending, completed in COMPLETED_ACTION.items():
-            if pending in latest and completed in latest and latest[completed][0] is State.COMPLETED:
+            if (
+                pending in latest
+                and completed in latest
+                and latest[completed][0] is State.COMPLETED
+            ):
                 del latest[pending]
         for action in sorted(latest):
             state, completion = latest[action]
-            out.append(Instant(time, state, action, completion if state is State.COMPLETED else None))
+            out.append(
+                Instant(time, state, action, completion if state is State.COMPLETED else None)
+            )
     return tuple(out)
 
 
@@ -176,7 +188,9 @@ class ActiveTimeline:
         self.folder = config.timeline_dir
 
     def load(self) -> Timeline:
-        return Timeline(instants_from_listing(self.storage.list_dir(self.folder), self.layout_version))
+        return Timeline(
+            instants_from_listing(self.storage.list_dir(self.folder), self.layout_version)
+        )
 
     def path_of(self, instant: Instant) -> str:
         return join(self.folder, instant.file_name(self.layout_version))
@@ -187,7 +201,9 @@ class ActiveTimeline:
 
     def _require_writable(self) -> None:
         if self.layout_version != 2:
-            raise TimelineError("writing is supported for timeline layout 2 (table version 8+) only")
+            raise TimelineError(
+                "writing is supported for timeline layout 2 (table version 8+) only"
+            )
 
     def create_requested(self, requested_time: str, action: str, content: bytes = b"") -> Instant:
         """Create ``<t>.<action>.requested``; FileAlreadyExistsError if that instant exists."""
