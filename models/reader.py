@@ -7,8 +7,8 @@ add tombstones. Then one vectorized pass picks a winner per record key:
 
 * ``COMMIT_TIME_ORDERING``: the last version in merge order wins;
 * ``EVENT_TIME_ORDERING``: the greatest ordering (precombine) value wins, ties to the later version;
-  a delete competes like any other version with its own ordering value (a delete block that
-  carries none deletes unconditionally, as in Hudi, which treats a missing value as a hard delete).
+  a delete competes like any other version with its own ordering value; a delete block entry
+  without one (null, or Hudi's default 0) deletes unconditionally, as Hudi and hudi-rs do.
 
 Records are moved as Arrow tables: no Python object per record.
 
@@ -108,7 +108,7 @@ def merge_versions(
             _DELETE: pa.array([True] * keys.num_rows, pa.bool_()),
         }
         if event_time and "ordering_value" in keys.column_names:
-            columns[ordering] = keys.column("ordering_value")  # type: ignore[index]
+            columns[ordering] = _delete_ordering(keys.column("ordering_value"))  # type: ignore[index]
         stacked.append(pa.table(columns))
         seq += keys.num_rows
     rows = pa.concat_tables(stacked, promote_options="permissive")
@@ -127,6 +127,15 @@ def merge_versions(
     rows = rows.filter(pc.invert(pc.fill_null(rows.column(_DELETE), False)))
     drop = [c for c in (_KEY, _SEQ, _DELETE, "__testbed_order") if c in rows.column_names]
     return rows.drop_columns(drop)
+
+
+def _delete_ordering(values: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A delete's ordering value, with Hudi's "no value" (null, or the default 0 that
+    ``DeleteRecord`` carries when the writer had none) turned into null: an unconditional delete.
+    Confirmed against the fixture with a delete block and hudi-rs's ``DeleteContext``."""
+    if pa.types.is_integer(values.type) or pa.types.is_floating(values.type):
+        return pc.if_else(pc.equal(values, 0), pa.scalar(None, values.type), values)
+    return values
 
 
 def _ordering_for_sort(rows: pa.Table, ordering: str, versions: list[pa.Table]) -> pa.ChunkedArray:
