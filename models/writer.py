@@ -41,7 +41,7 @@ from models.commit_metadata import (
     write_compaction_plan,
 )
 from models.filenames import BaseFileName, LogFileName, WriteToken, check_file_id
-from models.fsview import BaseFile, FileSlice, LogFile
+from models.fsview import BaseFile, FileSlice, LogFile, latest_file_slices
 from models.instant import Instant, State
 from models.logfile import DataBlock, DeleteBlock, write_log_blocks
 from models.ports import Steps
@@ -219,6 +219,37 @@ class TableWriter:
             file_size_in_bytes=len(data),
         )
 
+    def upsert_base_file(
+        self, instant: Instant, partition: str, file_id: str, records: pa.Table, *, task_id: int = 0
+    ) -> WriteStat:
+        """Copy-on-write upsert: merge ``records`` into the file group's latest committed slice
+        and write the result as a new base file at ``instant`` (a new file group if none)."""
+        from models.reader import merge_file_slice, merge_versions
+
+        timeline, groups = self.table.file_groups()
+        current = next(
+            (
+                s
+                for s in latest_file_slices(groups)
+                if (s.partition, s.file_id) == (partition, file_id)
+            ),
+            None,
+        )
+        if current is None:
+            return self.write_base_file(instant, partition, file_id, records, task_id=task_id)
+        old = merge_file_slice(self.table, timeline, current)
+        new = self._with_meta(instant, partition, "", records, task_id)
+        merged = merge_versions([old, new], [], self.table.config)
+        return self.write_base_file(
+            instant,
+            partition,
+            file_id,
+            merged,
+            task_id=task_id,
+            prev_commit=current.base_instant,
+            keep_meta=True,
+        )
+
     def append_log_file(
         self,
         instant: Instant,
@@ -279,10 +310,13 @@ class TableWriter:
         committed logs; None if there is nothing to compact."""
         time = yield from self.time_generator.generate_time()  # type: ignore[attr-defined]
         wanted = set(file_groups) if file_groups is not None else None
+        _, groups = self.table.file_groups()
+        busy = {(g.partition, g.file_id) for g in groups if g.pending_compactions}
         operations = []
-        for s in self.table.latest_file_slices():
-            if not s.log_files or (wanted is not None and (s.partition, s.file_id) not in wanted):
-                continue
+        for s in latest_file_slices(groups):
+            group = (s.partition, s.file_id)
+            if not s.log_files or group in busy or (wanted is not None and group not in wanted):
+                continue  # Hudi plans at most one pending compaction per file group
             if any((lf.completion_time or "") >= time for lf in s.log_files):
                 raise WriteError(f"log completed after compaction time {time}: times not monotonic")
             operations.append(
