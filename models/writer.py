@@ -157,11 +157,8 @@ class TableWriter:
         by_partition: dict[str, list[WriteStat]] = {}
         for stat in stats:
             by_partition.setdefault(stat.partition_path, []).append(stat)
-        extra = (
-            {"schema": self._schemas[instant.requested_time]}
-            if instant.requested_time in self._schemas
-            else {}
-        )
+        schema = self._schemas.get(instant.requested_time) or self._latest_schema()
+        extra = {"schema": schema} if schema else {}
         meta = CommitMetadata(
             partition_to_write_stats={p: tuple(s) for p, s in by_partition.items()},
             compacted=compacted,
@@ -400,6 +397,17 @@ class TableWriter:
         columns = list(meta.values()) + list(data.columns)
         names = list(meta) + data.column_names
         return pa.Table.from_arrays(columns, names=names)
+
+    def _latest_schema(self) -> str | None:
+        """The schema of the latest completed commit that has one: a commit that wrote no records
+        (only deletes) must still carry it, readers such as hudi-rs take the table schema from the
+        latest commit."""
+        for instant in reversed(self.table.timeline().by_completion_time()):
+            if instant.action in ("commit", "deltacommit", "replacecommit"):
+                schema = self.table.commit_metadata(instant).schema
+                if schema:
+                    return schema
+        return None
 
     def _avro_names(self) -> tuple[str, str]:
         name = self.table.config.name
