@@ -269,7 +269,7 @@ def test_brute_force_catches_the_earliest_log_anchor_bug():
             sc.timeline, {"": sc.files}, pending_compactions=sc.compactions, anchor="earliest_log"
         )
         got = latest_file_slices(groups)
-        expected_base, expected_logs = brute_force_visible(sc)
+        _, expected_logs = brute_force_visible(sc)
         seen = {lf.name for s in got for lf in s.log_files}
         return seen != expected_logs
 
