@@ -4,4 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check .
+.venv/bin/lint-imports
 .venv/bin/python -m pytest "$@"
