@@ -112,12 +112,6 @@ class FileGroup:
     pending_compactions: frozenset[str] = field(default_factory=frozenset)
     rule: str = "completion_time"
 
-    def slice_at(self, base_instant: str) -> FileSlice | None:
-        for s in self.slices:
-            if s.base_instant == base_instant:
-                return s
-        return None
-
     def is_committed(self, file_slice: FileSlice) -> bool:
         """A slice counts if its base instant committed (or anchors committed logs)."""
         return file_slice.base_instant in self.committed_barriers

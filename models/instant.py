@@ -59,11 +59,6 @@ COMPLETED_ACTION = {
 }
 """The action a pending action's completed file carries."""
 
-WRITE_ACTIONS = frozenset(
-    {"commit", "deltacommit", "compaction", "logcompaction", "replacecommit", "clustering"}
-)
-"""Actions that write data files (their instant time appears in base and log file names)."""
-
 # Hudi's instant file name pattern: time (optionally _completion), action, optional state suffix.
 _NAME = re.compile(r"^(\d+)(?:_(\d+))?(\.\w+)(\.\D+)?$")
 

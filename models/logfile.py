@@ -26,9 +26,10 @@ reads has them (HoodieLogFormatVersion: only version 1 has a footer and a traile
 Content per block type (ordinal of ``HoodieLogBlock.HoodieLogBlockType``; note 2 is
 CORRUPT_BLOCK, not the command block, which is 0):
 
-* AVRO_DATA_BLOCK (3), ``HoodieAvroDataBlock.serializeRecords``: int32 content version (3 in every
-  fixture, ``HoodieLogBlock.version``), int32 record count, then per record int32 length and the
-  Avro binary encoding of the record with the header's SCHEMA.
+* AVRO_DATA_BLOCK (3), ``HoodieAvroDataBlock.serializeRecords``: int32 content version (the static
+  ``HoodieLogBlock.version``: 3 in every fixture, and the only value hudi-rs accepts), int32 record
+  count, then per record int32 length and the Avro binary encoding of the record with the
+  header's SCHEMA (``GenericDatumWriter``, no container-file framing).
 * PARQUET_DATA_BLOCK (5), ``HoodieParquetDataBlock``: the bytes of a complete parquet file
   (gzip-compressed by Hudi's default ``hoodie.parquet.compression.codec``, as in the fixture).
 * DELETE_BLOCK (1), ``HoodieDeleteBlock``: int32 content version, int32 length, then for version 3
@@ -44,14 +45,18 @@ CORRUPT_BLOCK, not the command block, which is 0):
       decimal(30,15))  10 TimeMicrosWrapper  11 TimestampMicrosWrapper  [12 ArrayWrapper, 1.1+]
 
   A SQL ``DELETE`` writes IntWrapper 0 (``DEFAULT_ORDERING_VALUE``): bytes ``04 00`` in every
-  fixture. (hudi-rs 0.5 reads this union as ``null, int, long, float, ...``; the fixtures' IntWrapper
-  0 happens to decode there as long 0, other ordering values are misread: hudi-rs PR #663.)
+  fixture. (Some hudi-rs sources declare this union as ``null, int, long, float, ...``, which reads
+  IntWrapper 0 as long 0 but misaligns other branches, hudi-rs PR #663; the ``hudi`` 0.5.0 package
+  used as the test oracle reads LongWrapper values correctly, see tests/models/test_logfile.py.)
 * COMMAND_BLOCK (0), ``HoodieCommandBlock``: empty content; header COMMAND_BLOCK_TYPE = "0"
   (ROLLBACK_BLOCK, the only command) and TARGET_INSTANT_TIME = the instant whose blocks it
   rolls back; INSTANT_TIME is the rollback's own instant (hudi-rs fixture ``valid_log_rollback``).
-  Readers drop every block whose INSTANT_TIME equals the target (Hudi 1.x
-  ``BaseHoodieLogRecordReader``; hudi-rs ``LogFileScanner`` does it across all log files of the
-  slice). Table version 8+ rolls back by deleting the failed instant's log files instead.
+  Readers drop the blocks whose INSTANT_TIME equals the target: Hudi's log record reader
+  (``scanInternalV1``: ``removeIf`` over the blocks read so far, across the slice's log files;
+  ``scanInternalV2``: every block of the target instant; 0.x releases only popped the immediately
+  preceding blocks), and hudi-rs ``LogFileScanner`` (every block of the slice, whatever the
+  command block's own instant). Table version 8+ rolls back by deleting the failed instant's log
+  files instead.
 * HFILE_DATA_BLOCK (4, metadata table), CDC_DATA_BLOCK (6): recognized, refused with
   :class:`UnsupportedLogBlockError`; :func:`read_log_frames` still lists them.
 
@@ -699,8 +704,8 @@ def _decode_delete(raw: RawLogBlock) -> pa.Table:
     length = cur.int32("serialized length")
     if version in (1, 2):
         raise UnsupportedLogBlockError(
-            f"{where}: content version {version} holds Java/Kryo-serialized keys "
-            "(Hudi < 0.12); only version 3 (Avro HoodieDeleteRecordList) is supported",
+            f"{where}: content version {version} holds Kryo-serialized keys (older Hudi "
+            "releases); only version 3 (Avro HoodieDeleteRecordList) is supported",
             base,
         )
     if version != BLOCK_CONTENT_VERSION:

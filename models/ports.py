@@ -92,12 +92,6 @@ def run(steps: Steps[T], sleeper: Sleeper) -> T:
         return stop.value
 
 
-def immediate(value: T) -> Steps[T]:
-    """A step that waits for nothing and returns ``value`` (for code paths without a lock)."""
-    return value
-    yield  # pragma: no cover - makes this a generator
-
-
 class FakeClock:
     """A manually advanced clock: a fixed offset (skew) on top of a shared notion of real time.
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from models.commit_metadata import read_commit_metadata, read_compaction_plan
+from models.commit_metadata import CommitMetadata, read_commit_metadata, read_compaction_plan
+from models.filenames import is_base_file_name, is_log_file_name
 from models.fsview import FileGroup, FileSlice, build_file_groups, latest_file_slices
 from models.instant import Instant, State
 from models.properties import PropertiesError, TableConfig, parse_properties
@@ -107,7 +108,7 @@ class HudiTable:
                 replaced.update((partition, fid) for fid in file_ids)
         return replaced
 
-    def commit_metadata(self, instant: Instant):  # -> CommitMetadata
+    def commit_metadata(self, instant: Instant) -> CommitMetadata:
         if instant.state is not State.COMPLETED:
             raise ValueError(f"{instant} has no commit metadata yet")
         data = self._read_instant(instant)
@@ -142,6 +143,4 @@ class HudiTable:
 
 
 def _is_data_file(name: str) -> bool:
-    from models.filenames import is_base_file_name, is_log_file_name
-
     return is_base_file_name(name) or is_log_file_name(name)

@@ -17,7 +17,6 @@ is taken from the file's modification time as Hudi does.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -107,7 +106,10 @@ class Timeline:
         the ones that completed after ``time`` turned back into pending (inflight) instants.
 
         This is Hudi 1.x time travel: a commit is part of the table as of ``time`` iff it
-        completed by then; pending instants still open slices (a requested compaction does).
+        completed by then. A completed compaction keeps its completed action (``commit``) here, so
+        as of a time inside its run it does not open a slice; that only changes how its pending
+        logs are grouped, not what a reader sees (its base file is not yet visible either way).
+        hudi-rs differs: it keeps instants *requested* by ``time`` even if they completed later.
         """
         bound = normalize(time)
         out = []
@@ -115,25 +117,10 @@ class Timeline:
             if instant.requested_time > bound:
                 continue
             if instant.is_completed and instant.completion_time > bound:  # type: ignore[operator]
-                out.append(
-                    Instant(instant.requested_time, State.INFLIGHT, _pending_action(instant))
-                )
+                out.append(Instant(instant.requested_time, State.INFLIGHT, instant.action))
             else:
                 out.append(instant)
         return Timeline(tuple(out))
-
-    def requested_times(self) -> list[str]:
-        return [i.requested_time for i in self.instants]
-
-    def count_requested_at_or_before(self, time: str) -> int:
-        return bisect_right(self.requested_times(), normalize(time))
-
-
-def _pending_action(instant: Instant) -> str:
-    # A completed compaction shows as "commit"; undoing completion cannot recover that, and for
-    # slicing a pending write and a pending compaction differ only in whether a base file opens a
-    # slice, which base-file filtering by completion already handles.
-    return instant.action
 
 
 def instants_from_listing(files: Iterable[FileStatus], layout_version: int) -> tuple[Instant, ...]:
