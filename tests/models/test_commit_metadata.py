@@ -14,7 +14,6 @@ import json
 import pickle
 import re
 import shutil
-import zipfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -53,8 +52,6 @@ from models.commit_metadata import (
     write_rollback_metadata,
     write_rollback_plan,
 )
-
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "hudi-tables"
 
 V9_TXNS = "sample_table_mor_avro_v9_txns_simple_nometa"
 V9_ROLLBACK = "sample_table_mor_avro_v9_nonpartitioned_rollback"
@@ -123,22 +120,9 @@ class Table:
 
 
 @pytest.fixture(scope="session")
-def hudi_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Table]:
-    """Zip stem -> parsed table; each zip unzipped into its own folder (two share a top name)."""
-    zips = sorted(FIXTURES.glob("*.zip")) if FIXTURES.is_dir() else []
-    if not zips:
-        pytest.skip(f"Hudi fixture tables not found at {FIXTURES}")
-    base = tmp_path_factory.mktemp("commit-metadata-fixtures")
-    tables = {}
-    for zip_path in zips:
-        target = base / zip_path.stem
-        with zipfile.ZipFile(zip_path) as archive:
-            archive.extractall(
-                target, [m for m in archive.namelist() if not m.startswith("__MACOSX")]
-            )
-        (top,) = [p for p in target.iterdir() if p.is_dir()]
-        tables[zip_path.stem] = Table(top)
-    return tables
+def hudi_tables(fixture_tables: dict[str, Path]) -> dict[str, Table]:
+    """Zip stem -> parsed table (the shared unzip in tests/conftest.py)."""
+    return {name: Table(path) for name, path in fixture_tables.items()}
 
 
 def _commit_like(table: Table) -> list[Instant]:

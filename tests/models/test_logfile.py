@@ -13,7 +13,6 @@ import datetime as dt
 import json
 import shutil
 import struct
-import zipfile
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
@@ -43,8 +42,6 @@ from models.logfile import (
     write_log_blocks,
 )
 
-FIXTURES = Path(__file__).parents[2].parent / "shared" / "fixtures" / "hudi-tables"
-
 V6_TRIPS = "quickstart_trips_table_mor_avro_v6_trips_8i1u"
 V8_TRIPS = "quickstart_trips_table_mor_avro_v8_trips_8i3u1d"
 V9_TXNS = "sample_table_mor_avro_v9_txns_simple_nometa"
@@ -68,20 +65,9 @@ ORACLE_READS = {
 
 
 @pytest.fixture(scope="session")
-def hudi_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Each fixture zip unzipped into its own directory; maps zip stem -> table base path."""
-    if not FIXTURES.is_dir():
-        pytest.skip(f"Hudi fixture tables not found at {FIXTURES}")
-    root = tmp_path_factory.mktemp("hudi_tables")
-    tables: dict[str, Path] = {}
-    for archive in sorted(FIXTURES.glob("*.zip")):
-        dest = root / archive.stem
-        with zipfile.ZipFile(archive) as zf:
-            zf.extractall(dest)
-        tops = [p for p in dest.iterdir() if p.is_dir() and p.name != "__MACOSX"]
-        assert len(tops) == 1, f"{archive.name} should hold one table folder"
-        tables[archive.stem] = tops[0]
-    return tables
+def hudi_tables(fixture_tables: dict[str, Path]) -> dict[str, Path]:
+    """Zip stem -> table base path (the shared unzip in tests/conftest.py)."""
+    return fixture_tables
 
 
 def data_logs(table: Path) -> list[Path]:
