@@ -12,7 +12,13 @@ from dataclasses import dataclass
 
 from models.commit_metadata import CommitMetadata, read_commit_metadata, read_compaction_plan
 from models.filenames import is_base_file_name, is_log_file_name
-from models.fsview import FileGroup, FileSlice, build_file_groups, latest_file_slices
+from models.fsview import (
+    FileGroup,
+    FileSlice,
+    SlicingError,
+    build_file_groups,
+    latest_file_slices,
+)
 from models.instant import Instant, State
 from models.properties import PropertiesError, TableConfig, parse_properties
 from models.storage import FileStatus, Storage, join
@@ -126,14 +132,17 @@ class HudiTable:
         if as_of is not None:
             timeline = timeline.as_of(as_of)
         rule = options.rule or ("completion_time" if self.config.version >= 8 else "base_instant")
-        groups = build_file_groups(
-            timeline,
-            self.listing(),
-            pending_compactions=self.pending_compactions(timeline),
-            replaced_file_groups=self.replaced_file_groups(timeline),
-            rule=rule,
-            anchor=options.anchor,
-        )
+        try:
+            groups = build_file_groups(
+                timeline,
+                self.listing(),
+                pending_compactions=self.pending_compactions(timeline),
+                replaced_file_groups=self.replaced_file_groups(timeline),
+                rule=rule,
+                anchor=options.anchor,
+            )
+        except SlicingError as err:  # equal instant times: the table breaks the protocol
+            raise CorruptTableError(str(err)) from None
         return timeline, groups
 
     def latest_file_slices(
