@@ -19,9 +19,12 @@ from dataclasses import dataclass
 from models.instant_time import normalize
 
 BASE_FILE_EXTENSIONS = ("parquet", "orc", "hfile")
-_BASE = re.compile(r"^([^_/]+)_(\d+-\d+-\d+)_(\d+)\.(parquet|orc|hfile)$")
-_LOG = re.compile(r"^\.(.+)_(.*)\.(log|archive)\.(\d+)(_((\d+)-(\d+)-(\d+))(\.cdc)?)?$")
-_FILE_ID = re.compile(r"^[^_/]+$")
+# ASCII digits only, and \Z rather than $ (which also matches before a trailing newline).
+_BASE = re.compile(r"^([^_/\n]+)_(\d+-\d+-\d+)_(\d+)\.(parquet|orc|hfile)\Z", re.ASCII)
+_LOG = re.compile(
+    r"^\.([^\n]+)_([^\n]*)\.(log|archive)\.(\d+)(_((\d+)-(\d+)-(\d+))(\.cdc)?)?\Z", re.ASCII
+)
+_FILE_ID = re.compile(r"^[^_/\n]+\Z")
 
 
 class FileNameError(ValueError):
@@ -73,9 +76,10 @@ class LogFileName:
             ".cdc" if self.cdc else ""
         )
 
-    def sort_key(self) -> tuple[str, int, WriteToken]:
-        """Hudi's ``HoodieLogFile`` order: instant in the name, then version, then write token."""
-        return (self.instant_time, self.version, self.write_token or WriteToken(-1, -1, -1))
+    def sort_key(self) -> tuple[str, int, str]:
+        """Hudi's ``HoodieLogFile.LogFileComparator`` order: instant in the name, then version,
+        then write token compared as a *string* (so ``0-1-10`` sorts before ``0-1-9``)."""
+        return (self.instant_time, self.version, str(self.write_token or ""))
 
 
 def check_file_id(file_id: str) -> str:
@@ -89,7 +93,11 @@ def parse_base_file_name(name: str) -> BaseFileName:
     if not match:
         raise FileNameError(f"not a base file name: {name!r}")
     file_id, token, instant, ext = match.groups()
-    return BaseFileName(file_id, WriteToken.parse(token), normalize(instant), ext)
+    try:
+        instant = normalize(instant)
+    except ValueError as err:
+        raise FileNameError(f"{err} (in base file {name!r})") from err
+    return BaseFileName(file_id, WriteToken.parse(token), instant, ext)
 
 
 def parse_log_file_name(name: str) -> LogFileName:
@@ -107,8 +115,16 @@ def parse_log_file_name(name: str) -> LogFileName:
 
 
 def is_base_file_name(name: str) -> bool:
-    return _BASE.match(name) is not None
+    try:
+        parse_base_file_name(name)
+    except FileNameError:
+        return False
+    return True
 
 
 def is_log_file_name(name: str) -> bool:
-    return _LOG.match(name) is not None
+    try:
+        parse_log_file_name(name)
+    except FileNameError:
+        return False
+    return True

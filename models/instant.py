@@ -36,6 +36,11 @@ class State(Enum):
     INFLIGHT = 1
     COMPLETED = 2
 
+    def __lt__(self, other: State) -> bool:
+        if not isinstance(other, State):
+            return NotImplemented
+        return self.value < other.value
+
 
 ACTIONS = (
     "commit",
@@ -60,7 +65,7 @@ COMPLETED_ACTION = {
 """The action a pending action's completed file carries."""
 
 # Hudi's instant file name pattern: time (optionally _completion), action, optional state suffix.
-_NAME = re.compile(r"^(\d+)(?:_(\d+))?(\.\w+)(\.\D+)?$")
+_NAME = re.compile(r"^(\d+)(?:_(\d+))?(\.\w+)(\.\D+)?\Z", re.ASCII)
 
 
 class InstantFileNameError(ValueError):

@@ -96,7 +96,8 @@ def _unescape(text: str) -> str:
             continue
         out.append(ch)
         i += 1
-    return "".join(out)
+    # Java escapes characters beyond U+FFFF as surrogate pairs: join them back into one.
+    return "".join(out).encode("utf-16", "surrogatepass").decode("utf-16")
 
 
 def _escape(text: str, is_key: bool) -> str:
@@ -108,6 +109,9 @@ def _escape(text: str, is_key: bool) -> str:
             out.append("\\ ")
         elif ch in "\t\n\r\f":
             out.append("\\" + {"\t": "t", "\n": "n", "\r": "r", "\f": "f"}[ch])
+        elif ord(ch) > 0xFFFF:  # Java writes a UTF-16 surrogate pair
+            high, low = divmod(ord(ch) - 0x10000, 0x400)
+            out.append(f"\\u{0xD800 + high:04x}\\u{0xDC00 + low:04x}")
         elif ord(ch) > 0x7E or ord(ch) < 0x20:
             out.append(f"\\u{ord(ch):04x}")
         else:

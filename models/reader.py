@@ -21,6 +21,7 @@ deltacommit wrote the file at all.
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -39,6 +40,7 @@ IS_DELETED = "_hoodie_is_deleted"
 _SEQ = "__testbed_seq"
 _DELETE = "__testbed_delete"
 _KEY = "__testbed_key"
+_ORDER = "__testbed_order"
 
 
 def read_snapshot(
@@ -58,12 +60,10 @@ def read_snapshot(
 
 def merge_file_slice(table: HudiTable, timeline: Timeline, file_slice: FileSlice) -> pa.Table:
     """The live records of one file slice, one row per record key."""
-    config = table.config
-    versions: list[pa.Table] = []
-    tombstones: list[pa.Table] = []
+    batches: list[pa.Table | DeleteKeys] = []
     if file_slice.base_file is not None:
         data = _read(table, join(file_slice.partition, file_slice.base_file.name))
-        versions.append(pq.read_table(io.BytesIO(data)))
+        batches.append(pq.read_table(io.BytesIO(data)))
     for log in file_slice.log_files:
         path = join(file_slice.partition, log.name)
         try:
@@ -75,57 +75,72 @@ def merge_file_slice(table: HudiTable, timeline: Timeline, file_slice: FileSlice
             if block.instant_time in rolled_back or not timeline.is_completed(block.instant_time):
                 continue
             if isinstance(block, DataBlock):
-                versions.append(block.records)
+                batches.append(block.records)
             elif isinstance(block, DeleteBlock):
-                tombstones.append(block.keys)
-    if not versions and not tombstones:
+                batches.append(DeleteKeys(block.keys))
+    if not batches:
         return pa.table({})
-    return merge_versions(versions, tombstones, config)
+    return merge_batches(batches, table.config)
+
+
+@dataclass(frozen=True)
+class DeleteKeys:
+    """The keys of a delete block (``record_key``, optional ``ordering_value``) in merge order."""
+
+    keys: pa.Table
 
 
 def merge_versions(
     versions: list[pa.Table], tombstones: list[pa.Table], config: TableConfig
 ) -> pa.Table:
-    """Pick the winning version per key among ``versions`` (in merge order) and delete keys.
+    """:func:`merge_batches` with every delete-key table after all the versions."""
+    return merge_batches([*versions, *(DeleteKeys(t) for t in tombstones)], config)
 
-    ``tombstones`` are delete-block key tables with columns ``record_key`` and optionally
-    ``ordering_value``.
+
+def merge_batches(batches: list[pa.Table | DeleteKeys], config: TableConfig) -> pa.Table:
+    """Pick the winning version per key among record batches and delete keys, in merge order.
+
+    Deletes take their place in the sequence like any block (a delete then a re-insert keeps the
+    re-inserted record), which is how Hudi's log scanner applies blocks.
     """
-    stacked = []
-    seq = 0
-    for version in versions:
-        keyed = version.append_column(_KEY, _key_column(version, config))
-        keyed = keyed.append_column(_SEQ, pa.array(range(seq, seq + version.num_rows), pa.int64()))
-        keyed = keyed.append_column(_DELETE, _deleted_flags(version))
-        stacked.append(keyed)
-        seq += version.num_rows
     ordering = config.ordering_fields[0] if config.ordering_fields else None
     event_time = config.merge_mode != COMMIT_TIME_ORDERING and ordering is not None
-    for keys in tombstones:
-        columns = {
-            _KEY: keys.column("record_key").cast(pa.string()),
-            _SEQ: pa.array(range(seq, seq + keys.num_rows), pa.int64()),
-            _DELETE: pa.array([True] * keys.num_rows, pa.bool_()),
-        }
-        if event_time and "ordering_value" in keys.column_names:
-            columns[ordering] = _delete_ordering(keys.column("ordering_value"))  # type: ignore[index]
-        stacked.append(pa.table(columns))
-        seq += keys.num_rows
+    stacked = []
+    seq = 0
+    for batch in batches:
+        if isinstance(batch, DeleteKeys):
+            keys = batch.keys
+            columns = {
+                _KEY: keys.column("record_key").cast(pa.string()),
+                _SEQ: pa.array(range(seq, seq + keys.num_rows), pa.int64()),
+                _DELETE: pa.array([True] * keys.num_rows, pa.bool_()),
+            }
+            if event_time and "ordering_value" in keys.column_names:
+                columns[ordering] = _delete_ordering(keys.column("ordering_value"))  # type: ignore[index]
+            stacked.append(pa.table(columns))
+        else:
+            keyed = batch.append_column(_KEY, _key_column(batch, config))
+            keyed = keyed.append_column(
+                _SEQ, pa.array(range(seq, seq + batch.num_rows), pa.int64())
+            )
+            keyed = keyed.append_column(_DELETE, _deleted_flags(batch))
+            stacked.append(keyed)
+        seq += stacked[-1].num_rows
     rows = pa.concat_tables(stacked, promote_options="permissive")
     if event_time and ordering in rows.column_names:
-        order = _ordering_for_sort(rows, ordering, versions)
-        rows = rows.append_column("__testbed_order", order)
-        sort_keys = [(_KEY, "ascending"), ("__testbed_order", "ascending"), (_SEQ, "ascending")]
+        rows = rows.append_column(_ORDER, _ordering_for_sort(rows, ordering))
+        # nulls first: a version without an ordering value loses to any version that has one
+        sort_keys = [(_KEY, "ascending"), (_ORDER, "ascending", "at_start"), (_SEQ, "ascending")]
     else:
         sort_keys = [(_KEY, "ascending"), (_SEQ, "ascending")]
     rows = rows.take(pc.sort_indices(rows, sort_keys=sort_keys))
     keys = rows.column(_KEY)
     if rows.num_rows:
         shifted = pc.not_equal(keys.slice(0, rows.num_rows - 1), keys.slice(1))
-        last = pa.concat_arrays([c for c in shifted.chunks] + [pa.array([True])])
+        last = pa.concat_arrays([*shifted.chunks, pa.array([True])])
         rows = rows.filter(last)
     rows = rows.filter(pc.invert(pc.fill_null(rows.column(_DELETE), False)))
-    drop = [c for c in (_KEY, _SEQ, _DELETE, "__testbed_order") if c in rows.column_names]
+    drop = [c for c in (_KEY, _SEQ, _DELETE, _ORDER) if c in rows.column_names]
     return rows.drop_columns(drop)
 
 
@@ -138,7 +153,7 @@ def _delete_ordering(values: pa.ChunkedArray) -> pa.ChunkedArray:
     return values
 
 
-def _ordering_for_sort(rows: pa.Table, ordering: str, versions: list[pa.Table]) -> pa.ChunkedArray:
+def _ordering_for_sort(rows: pa.Table, ordering: str) -> pa.ChunkedArray:
     """The ordering value as a sortable column. A tombstone with no ordering value sorts last
     (it deletes whatever came before), a data row with none sorts first."""
     column = rows.column(ordering)
@@ -174,13 +189,13 @@ def _key_column(version: pa.Table, config: TableConfig) -> pa.ChunkedArray:
     if len(fields) == 1:
         return version.column(fields[0]).cast(pa.string())
     # Hudi's ComplexKeyGenerator: "f1:v1,f2:v2"
-    parts = []
-    for name in fields:
-        parts += [pa.scalar(f"{name}:"), version.column(name).cast(pa.string())]
-    joined = pc.binary_join_element_wise(*parts[0:2], "")
-    for i in range(2, len(parts), 2):
-        joined = pc.binary_join_element_wise(joined, parts[i], parts[i + 1], ",")
-    return joined
+    parts = [
+        pc.binary_join_element_wise(
+            pa.scalar(f"{name}:"), version.column(name).cast(pa.string()), ""
+        )
+        for name in fields
+    ]
+    return pc.binary_join_element_wise(*parts, ",")
 
 
 def _deleted_flags(version: pa.Table) -> pa.ChunkedArray | pa.Array:

@@ -76,6 +76,11 @@ def _check_relative(path: str) -> str:
     return path
 
 
+def _check_folder(path: str) -> str:
+    """Like :func:`_check_relative`, but ``""`` (the table's root) is a valid folder."""
+    return path if path == "" else _check_relative(path)
+
+
 class InMemoryStorage:
     """A dict of path -> bytes with a logical modification clock; fast and deterministic.
 
@@ -98,17 +103,18 @@ class InMemoryStorage:
 
     def read(self, path: str) -> bytes:
         try:
-            return self._files[path][0]
+            return self._files[_check_relative(path)][0]
         except KeyError:
             raise FileNotFoundError(path) from None
 
     def exists(self, path: str) -> bool:
-        return path in self._files
+        return _check_relative(path) in self._files
 
     def delete(self, path: str) -> None:
-        self._files.pop(path, None)
+        self._files.pop(_check_relative(path), None)
 
     def list_dir(self, path: str) -> list[FileStatus]:
+        _check_folder(path)
         prefix = path.rstrip("/") + "/" if path.strip("/") else ""
         out = []
         for name in sorted(self._files):
@@ -118,6 +124,7 @@ class InMemoryStorage:
         return out
 
     def list_subdirs(self, path: str) -> list[str]:
+        _check_folder(path)
         prefix = path.rstrip("/") + "/" if path.strip("/") else ""
         subdirs = {
             rest.split("/", 1)[0]

@@ -217,7 +217,12 @@ class ActiveTimeline:
         if instant.state is not State.INFLIGHT:
             raise TimelineError(f"only an inflight instant completes, not {instant}")
 
+        prefix = f"{instant.requested_time}_"
+
         def create(completion_time: str) -> Instant:
+            # checked under the lock: a completed file of this instant under any completion time
+            if any(f.name.startswith(prefix) for f in self.storage.list_dir(self.folder)):
+                raise TimelineError(f"{instant} is already completed")
             if completion_time <= instant.requested_time:
                 raise TimelineError(
                     f"completion time {completion_time} is not after requested time of {instant}"

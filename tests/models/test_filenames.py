@@ -251,12 +251,6 @@ def test_sort_key_orders_by_instant_then_version_then_token():
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DIVERGENCE from Hudi: sort_key claims HoodieLogFile's order, but Hudi's "
-    "LogFileComparator compares write tokens as Strings (Comparator.naturalOrder over "
-    "getLogWriteToken()), so '0-1-10' sorts before '0-1-9'; here tokens compare numerically",
-)
 def test_sort_key_compares_write_tokens_like_hudi():
     t1 = "20240101000000001"
     assert sorted([log(t1, 1, "0-1-9"), log(t1, 1, "0-1-10")], key=LogFileName.sort_key) == [
@@ -321,25 +315,12 @@ def test_log_names_with_bad_instants_raise_file_name_error(name):
         parse_log_file_name(name)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: parse_base_file_name does not wrap normalize(): an instant of the wrong length "
-    "raises InstantTimeError, not FileNameError (parse_log_file_name does wrap it), so "
-    "fsview._split_listing, which skips non-data files by catching FileNameError, crashes on a "
-    "stray file such as 'x_0-1-2_2024.parquet' in a partition",
-)
 @pytest.mark.parametrize("name", [f"{FID}_1-2-3_2025.parquet", f"{FID}_1-2-3_{T}0.parquet"])
 def test_base_names_with_bad_instants_raise_file_name_error(name):
     with pytest.raises(FileNameError):
         parse_base_file_name(name)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: is_base_file_name/is_log_file_name only match the regex, so they accept names "
-    "whose instant is not a 17/14-digit time (or is empty) that the parsers then reject; "
-    "HudiTable.partitions counts such files as data files",
-)
 @pytest.mark.parametrize(
     "name", [f"{FID}_1-2-3_2025.parquet", f".{FID}_.log.1_0-1-2", f".{FID}_2025.log.1"]
 )
@@ -347,12 +328,6 @@ def test_is_data_file_name_agrees_with_the_parsers(name):
     assert not (is_base_file_name(name) or is_log_file_name(name))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: both name regexes end with '$' (matches before a trailing newline) and use \\d "
-    "(matches any Unicode digit), so 'x_0-1-2_<t>.parquet\\n' and a write token in Arabic-Indic "
-    "digits parse, and format back to a different name; models/instant_time.py avoids both",
-)
 @pytest.mark.parametrize(
     "name",
     [

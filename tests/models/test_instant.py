@@ -134,11 +134,6 @@ def test_garbage_names_raise(name):
     assert not is_instant_file_name(name)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the name regex ends with '$', which also matches before a trailing newline, so "
-    "'<t>.commit\\n' parses as a completed commit (models/instant_time.py avoids exactly this)",
-)
 def test_trailing_newline_is_not_an_instant_file():
     with pytest.raises(InstantFileNameError):
         parse_instant_file_name(f"{T}.commit\n")
@@ -272,13 +267,6 @@ def test_same_time_and_state_orders_by_action():
     assert sorted([a, b]) == [b, a]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="BUG: Instant is a dataclass(order=True) whose second field is the State Enum, which "
-    "has no '<'; comparing two instants of the same requested time and different states raises "
-    "TypeError instead of ordering REQUESTED < INFLIGHT < COMPLETED as the docstring says",
-)
 def test_same_time_orders_by_state():
     requested = Instant(T, State.REQUESTED, "commit")
     inflight = Instant(T, State.INFLIGHT, "commit")

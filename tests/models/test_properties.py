@@ -133,7 +133,7 @@ def test_escaped_separators_in_an_avro_schema_value():
 # format_properties -> parse_properties
 
 # Printable text in the Basic Multilingual Plane (surrogate code points excluded: they are not
-# text). Characters beyond U+FFFF are covered by the xfail test below.
+# text). Characters beyond U+FFFF (surrogate pairs in Java) have their own tests below.
 bmp_text = st.text(st.characters(max_codepoint=0xFFFF, blacklist_categories=("Cs",)), max_size=20)
 
 
@@ -165,22 +165,11 @@ def test_format_requires_a_table_name():
         format_properties({"a": "b"})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: _escape writes characters beyond U+FFFF as '\\u' plus 5+ hex digits (e.g. "
-    "'\\u1f600'), which _unescape (and Java) read as 4 hex digits plus a literal, so the value "
-    "comes back as 'ὠ0'; Java writes a UTF-16 surrogate pair instead",
-)
 def test_round_trip_beyond_the_bmp():
     props = {TABLE_NAME: "t", "emoji": "\U0001f600"}
     assert parse_properties(format_properties(props))["emoji"] == "\U0001f600"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: _unescape does not combine a Java-written surrogate pair '\\ud83d\\ude00' into "
-    "one character; the value holds two lone surrogates (which cannot even be UTF-8 encoded)",
-)
 def test_parse_java_surrogate_pair():
     assert parse_properties("emoji=\\ud83d\\ude00") == {"emoji": "\U0001f600"}
 

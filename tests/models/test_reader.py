@@ -131,12 +131,6 @@ def test_output_keeps_exactly_the_input_columns():
     assert out.column_names == [KEY, "ts", "val", DELETED]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: _ordering_for_sort documents that 'a data row with [no ordering value] sorts "
-    "first', but pc.sort_indices places nulls at the end by default, so a version with a null "
-    "ordering value beats every ordering value (and even an unconditional delete)",
-)
 def test_event_time_null_ordering_value_loses():
     assert winners(
         merge_versions([batch(("a", 5, "x")), batch(("a", None, "null"))], [], EVENT)
@@ -322,13 +316,6 @@ def test_composite_keys_do_not_collide_on_concatenation():
     assert out.num_rows == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: _key_column builds the ComplexKeyGenerator key with binary_join_element_wise("
-    "joined, 'f:', value, ','), which puts the separator between every argument: "
-    "'txn_id:1,region:,eu' instead of Hudi's 'txn_id:1,region:eu', so delete-block keys "
-    "written by Hudi never match and composite-key deletes are ignored",
-)
 def test_composite_key_tombstone_deletes():
     out = merge_versions(
         [txns(("1", "eu", 1, "a"), ("1", "us", 1, "b"))],
@@ -537,13 +524,6 @@ def test_merge_file_slice_applies_blocks_in_order():
     assert winners(out) == {"a": "a2"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: merge_file_slice collects delete blocks into a separate tombstones list and "
-    "merge_versions numbers every tombstone after every data row, so a delete followed by a later "
-    "re-insert of the key (delete block, then data block) still deletes it under "
-    "COMMIT_TIME_ORDERING; Hudi's log scanner applies blocks in order and keeps the re-insert",
-)
 def test_merge_file_slice_reinsert_after_delete_survives():
     out = slice_reading(
         [

@@ -198,15 +198,6 @@ def test_deleted_file_can_be_created_again(storage):
 # absolute paths and any ".." component are refused (even "a/..", which would stay inside)
 ESCAPING = ("../x", "/abs", "a/../../x", "..", "a/..")
 
-# InMemoryStorage validates paths only on create_if_absent and write; its read/exists/delete/
-# list_dir/list_subdirs accept '../x' and '/abs' (FileNotFoundError / False / no-op / []), while
-# LocalStorage raises ValueError for every operation. The two implementations of one port differ.
-_MEMORY_READ_SIDE = pytest.mark.xfail(
-    strict=True,
-    reason="BUG: InMemoryStorage only checks paths in create_if_absent/write; read/exists/delete/"
-    "list_dir/list_subdirs accept paths escaping the table (LocalStorage raises ValueError)",
-)
-
 OPERATIONS = {
     "create_if_absent": lambda s, p: s.create_if_absent(p, b"x"),
     "write": lambda s, p: s.write(p, b"x"),
@@ -221,12 +212,7 @@ OPERATIONS = {
 def _escape_cases():
     for kind in KINDS:
         for op in OPERATIONS:
-            marks = (
-                [_MEMORY_READ_SIDE]
-                if kind == "memory" and op not in ("create_if_absent", "write")
-                else []
-            )
-            yield pytest.param(kind, op, marks=marks, id=f"{kind}-{op}")
+            yield pytest.param(kind, op, id=f"{kind}-{op}")
 
 
 @pytest.mark.parametrize(("kind", "op"), list(_escape_cases()))

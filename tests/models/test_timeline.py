@@ -396,13 +396,6 @@ def test_completing_a_completed_instant_raises(rig):
     assert not rig.lock.held
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: ActiveTimeline.complete only checks the state of the Instant object passed in; "
-    "completing the same inflight instant twice generates a new completion time and creates a "
-    "second '<t>_<c2>.commit' (different name, so put-if-absent does not catch it); load() then "
-    "silently keeps one of them. Timeline errors are documented to cover 'completing twice'",
-)
 def test_completing_the_same_inflight_instant_twice_raises(rig):
     time = rig.new_time()
     inflight = rig.timeline.transition_to_inflight(rig.timeline.create_requested(time, "commit"))
@@ -427,7 +420,7 @@ def test_completion_file_collision_releases_the_lock(rig):
     inflight = rig.timeline.transition_to_inflight(rig.timeline.create_requested(time, "commit"))
     # someone already created the completed file the next completion time will produce
     rig.storage.create_if_absent(f"{TL}/{time}_20240102030405200.commit", b"other")
-    with pytest.raises(FileAlreadyExistsError):
+    with pytest.raises(TimelineError, match="already completed"):
         rig.complete(inflight)
     assert not rig.lock.held
 
