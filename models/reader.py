@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from models.fsview import FileSlice
+from models.fsview import FileSlice, latest_file_slices
 from models.logfile import CommandBlock, DataBlock, DeleteBlock, read_log_blocks
 from models.properties import COMMIT_TIME_ORDERING, TableConfig
 from models.storage import join
@@ -48,12 +48,10 @@ def read_snapshot(
 ) -> pa.Table:
     """All live records of the table (at ``as_of`` if given), sorted by partition and key."""
     timeline, groups = table.file_groups(as_of=as_of, options=options)
-    from models.fsview import latest_file_slices
-
     parts = [merge_file_slice(table, timeline, s) for s in latest_file_slices(groups)]
     parts = [p for p in parts if p.num_rows]
     if not parts:
-        return _empty(table)
+        return pa.table({})
     rows = pa.concat_tables(parts, promote_options="permissive")
     return _sort_rows(rows, table.config)
 
@@ -128,9 +126,15 @@ def merge_batches(batches: list[pa.Table | DeleteKeys], config: TableConfig) -> 
         seq += stacked[-1].num_rows
     rows = pa.concat_tables(stacked, promote_options="permissive")
     if event_time and ordering in rows.column_names:
-        rows = rows.append_column(_ORDER, _ordering_for_sort(rows, ordering))
-        # nulls first: a version without an ordering value loses to any version that has one
-        sort_keys = [(_KEY, "ascending"), (_ORDER, "ascending", "at_start"), (_SEQ, "ascending")]
+        rows = rows.append_column(_ORDER, _unconditional_delete(rows, ordering))
+        # unconditional deletes last; nulls first: a version without an ordering value loses to
+        # any version that has one
+        sort_keys = [
+            (_KEY, "ascending"),
+            (_ORDER, "ascending"),
+            (ordering, "ascending", "at_start"),
+            (_SEQ, "ascending"),
+        ]
     else:
         sort_keys = [(_KEY, "ascending"), (_SEQ, "ascending")]
     rows = rows.take(pc.sort_indices(rows, sort_keys=sort_keys))
@@ -153,28 +157,9 @@ def _delete_ordering(values: pa.ChunkedArray) -> pa.ChunkedArray:
     return values
 
 
-def _ordering_for_sort(rows: pa.Table, ordering: str) -> pa.ChunkedArray:
-    """The ordering value as a sortable column. A tombstone with no ordering value sorts last
-    (it deletes whatever came before), a data row with none sorts first."""
-    column = rows.column(ordering)
-    is_tombstone = pc.and_(pc.fill_null(rows.column(_DELETE), False), pc.is_null(column))
-    if pa.types.is_dictionary(column.type):
-        column = column.cast(column.type.value_type)
-    return pc.if_else(is_tombstone, _max_of(column.type), column)
-
-
-def _max_of(kind: pa.DataType) -> pa.Scalar:
-    if pa.types.is_integer(kind):
-        import numpy as np
-
-        return pa.scalar(np.iinfo(kind.to_pandas_dtype()).max, kind)
-    if pa.types.is_floating(kind):
-        return pa.scalar(float("inf"), kind)
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        return pa.scalar("\U0010ffff" * 4, kind)
-    if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
-        return pa.scalar(2**62 if pa.types.is_timestamp(kind) else 2**30, kind)
-    raise CorruptTableError(f"ordering field of type {kind} is not supported for deletes")
+def _unconditional_delete(rows: pa.Table, ordering: str) -> pa.ChunkedArray:
+    """True for a tombstone without an ordering value: it beats every version before it."""
+    return pc.and_(pc.fill_null(rows.column(_DELETE), False), pc.is_null(rows.column(ordering)))
 
 
 def _key_column(version: pa.Table, config: TableConfig) -> pa.ChunkedArray:
@@ -219,7 +204,3 @@ def _sort_rows(rows: pa.Table, config: TableConfig) -> pa.Table:
     if not keys:
         keys = [(f, "ascending") for f in config.record_key_fields if f in rows.column_names]
     return rows.take(pc.sort_indices(rows, sort_keys=keys)) if keys else rows
-
-
-def _empty(table: HudiTable) -> pa.Table:
-    return pa.table({})

@@ -40,7 +40,14 @@ from models.commit_metadata import (
     write_commit_metadata,
     write_compaction_plan,
 )
-from models.filenames import BaseFileName, LogFileName, WriteToken, check_file_id
+from models.filenames import (
+    BaseFileName,
+    FileNameError,
+    LogFileName,
+    WriteToken,
+    check_file_id,
+    parse_log_file_name,
+)
 from models.fsview import BaseFile, FileSlice, LogFile, latest_file_slices
 from models.instant import Instant, State
 from models.logfile import DataBlock, DeleteBlock, write_log_blocks
@@ -62,8 +69,10 @@ from models.properties import (
     TIMELINE_PATH,
     format_properties,
 )
+from models.reader import merge_file_slice, merge_versions
 from models.storage import FileAlreadyExistsError, Storage, join
 from models.table import PROPERTIES_PATH, HudiTable
+from models.timeline import Timeline
 
 META_COLUMNS = (
     "_hoodie_commit_time",
@@ -191,7 +200,7 @@ class TableWriter:
         """
         self._check_writable(instant)
         check_file_id(file_id)
-        name = str(BaseFileName(file_id, _token(task_id, instant), instant.requested_time))
+        name = str(BaseFileName(file_id, _token(task_id), instant.requested_time))
         rows = records if keep_meta else self._with_meta(instant, partition, name, records, task_id)
         if keep_meta:
             rows = rows.set_column(
@@ -221,8 +230,6 @@ class TableWriter:
     ) -> WriteStat:
         """Copy-on-write upsert: merge ``records`` into the file group's latest committed slice
         and write the result as a new base file at ``instant`` (a new file group if none)."""
-        from models.reader import merge_file_slice, merge_versions
-
         timeline, groups = self.table.file_groups()
         current = next(
             (
@@ -265,7 +272,7 @@ class TableWriter:
             raise WriteError("log files belong to MERGE_ON_READ tables")
         check_file_id(file_id)
         version = self._next_log_version(partition, file_id, instant.requested_time)
-        name = str(LogFileName(file_id, instant.requested_time, version, _token(task_id, instant)))
+        name = str(LogFileName(file_id, instant.requested_time, version, _token(task_id)))
         blocks = []
         written = 0
         if records is not None and records.num_rows:
@@ -332,8 +339,6 @@ class TableWriter:
 
     def run_compaction(self, scheduled: Instant) -> Steps[Instant]:
         """Execute a scheduled compaction: merge each planned slice into a new base file."""
-        from models.reader import merge_file_slice
-
         if scheduled.action != "compaction" or scheduled.is_completed:
             raise WriteError(f"{scheduled} is not a pending compaction")
         plan = read_compaction_plan(self.timeline.read_content(scheduled.requested()))
@@ -437,12 +442,14 @@ class TableWriter:
             self.storage.create_if_absent(join(partition, PARTITION_METADATA), text.encode())
 
     def _next_log_version(self, partition: str, file_id: str, instant_time: str) -> int:
-        prefix = f".{file_id}_{instant_time}.log."
-        versions = [
-            int(f.name[len(prefix) :].split("_", 1)[0])
-            for f in self.storage.list_dir(partition)
-            if f.name.startswith(prefix)
-        ]
+        versions = []
+        for f in self.storage.list_dir(partition):
+            try:
+                parsed = parse_log_file_name(f.name)
+            except FileNameError:
+                continue
+            if (parsed.file_id, parsed.instant_time) == (file_id, instant_time):
+                versions.append(parsed.version)
         return max(versions, default=0) + 1
 
     def _delete_markers(self, instant_time: str) -> None:
@@ -454,7 +461,7 @@ class TableWriter:
             stack.extend(join(folder, d) for d in self.storage.list_subdirs(folder))
 
 
-def _token(task_id: int, instant: Instant) -> WriteToken:
+def _token(task_id: int) -> WriteToken:
     return WriteToken(task_id, 1, task_id)
 
 
@@ -464,8 +471,6 @@ def _planned_base(op: CompactionOperation) -> BaseFile | None:
     return BaseFile(op.data_file_path, op.file_id, op.base_instant_time or "")
 
 
-def _planned_log(name: str, timeline) -> LogFile:
-    from models.filenames import parse_log_file_name
-
+def _planned_log(name: str, timeline: Timeline) -> LogFile:
     parsed = parse_log_file_name(name)
     return LogFile(name, parsed, timeline.completion_time(parsed.instant_time))
