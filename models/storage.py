@@ -139,10 +139,21 @@ class InMemoryStorage:
 
 
 class LocalStorage:
-    """A table in a local directory. ``create_if_absent`` uses ``O_CREAT | O_EXCL`` (atomic)."""
+    """A table in a local directory. ``create_if_absent`` uses ``O_CREAT | O_EXCL`` (atomic).
+
+    ``now_ms``: when set (the simulator sets it before each operation), every file created or
+    written gets that modification time instead of the wall clock's, so a simulated table on disk
+    has the same, reproducible modification times as its in-memory twin.
+    """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+        self.now_ms: int | None = None
+
+    def _stamp(self, target: Path) -> None:
+        if self.now_ms is not None:
+            stamp_ns = self.now_ms * 1_000_000
+            os.utime(target, ns=(stamp_ns, stamp_ns))
 
     def _abs(self, path: str) -> Path:
         return self.root / _check_relative(path) if path else self.root
@@ -156,12 +167,14 @@ class LocalStorage:
             raise FileAlreadyExistsError(path) from None
         with os.fdopen(fd, "wb") as out:
             out.write(data)
+        self._stamp(target)
 
     def write(self, path: str, data: bytes) -> None:
         target = self._abs(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".tmp-write")
         tmp.write_bytes(data)
+        self._stamp(tmp)
         os.replace(tmp, target)
 
     def read(self, path: str) -> bytes:

@@ -1,0 +1,134 @@
+"""Storage as the simulation sees it: simulated modification times, injected write failures, and
+counters from which the simulator charges I/O latency.
+
+Protocol code calls storage synchronously (``models/`` never waits), so this wrapper cannot sleep.
+Instead it counts what was done; the simulator reads the counters around a protocol step and
+yields the matching delay (:meth:`SimStorage.latency_for`, :meth:`SimStorage.latency_since`).
+
+Injected write failures raise *before* the inner storage is touched: an object store's failed PUT
+leaves nothing behind, and a half-written instant file would be a different fault (not modelled
+here). The drain phase at the end of a run switches failures off (:attr:`failures_enabled`) so
+every surviving writer can finish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from models.storage import FileStatus, Storage
+from sim.rng import Rng
+
+FaultHook = Callable[[str, dict[str, Any]], None]
+
+BYTES_PER_LATENCY_MS = 1_000_000
+"""Transfer cost: 1 ms per MB written, on top of the per-operation latency."""
+
+
+class StorageWriteError(OSError):
+    """An injected write failure (e.g. an object store PUT timing out); nothing was written."""
+
+
+class SimStorage:
+    """Wraps an inner :class:`models.storage.Storage` (InMemoryStorage, LocalStorage) for a run.
+
+    Before every operation the inner storage's ``now_ms`` is set from ``now()`` (so modification
+    times are simulated time). Each write (``create_if_absent``, ``write``) draws exactly one value
+    from ``rng``, failures enabled or not, so switching them off for the drain phase or changing the
+    probability does not shift later draws.
+
+    Counters: ``ops`` (every call, failed ones included), ``ops_by_kind``, ``bytes_written``
+    (successful writes only) and ``write_failures``.
+    """
+
+    def __init__(
+        self,
+        inner: Storage,
+        *,
+        now: Callable[[], int],
+        rng: Rng,
+        write_failure: float = 0.0,
+        on_fault: FaultHook | None = None,
+        latency_ms: int = 0,
+    ) -> None:
+        if not 0.0 <= write_failure <= 1.0:
+            raise ValueError(f"write_failure must be in [0, 1], got {write_failure!r}")
+        if type(latency_ms) is not int or latency_ms < 0:
+            raise ValueError(f"latency_ms must be an int >= 0, got {latency_ms!r}")
+        self.inner = inner
+        self._now = now
+        self.rng = rng
+        self.write_failure = write_failure
+        self.on_fault = on_fault
+        self.latency_ms = latency_ms
+        self.failures_enabled = True
+        self.ops = 0
+        self.ops_by_kind: dict[str, int] = dict.fromkeys(
+            ("create_if_absent", "write", "read", "exists", "delete", "list_dir", "list_subdirs"), 0
+        )
+        self.bytes_written = 0
+        self.write_failures = 0
+
+    def _begin(self, kind: str) -> None:
+        self.ops += 1
+        self.ops_by_kind[kind] += 1
+        self.inner.now_ms = int(self._now())  # type: ignore[attr-defined]
+
+    def _maybe_fail(self, path: str) -> None:
+        failed = self.rng.bernoulli(self.write_failure)
+        if failed and self.failures_enabled:
+            self.write_failures += 1
+            if self.on_fault is not None:
+                self.on_fault("storage_write_failure", {"path": path})
+            raise StorageWriteError(f"injected write failure: {path}")
+
+    # -- the Storage protocol --------------------------------------------------------------------
+
+    def create_if_absent(self, path: str, data: bytes) -> None:
+        self._begin("create_if_absent")
+        self._maybe_fail(path)
+        self.inner.create_if_absent(path, data)
+        self.bytes_written += len(data)
+
+    def write(self, path: str, data: bytes) -> None:
+        self._begin("write")
+        self._maybe_fail(path)
+        self.inner.write(path, data)
+        self.bytes_written += len(data)
+
+    def read(self, path: str) -> bytes:
+        self._begin("read")
+        return self.inner.read(path)
+
+    def exists(self, path: str) -> bool:
+        self._begin("exists")
+        return self.inner.exists(path)
+
+    def delete(self, path: str) -> None:
+        self._begin("delete")
+        self.inner.delete(path)
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        self._begin("list_dir")
+        return self.inner.list_dir(path)
+
+    def list_subdirs(self, path: str) -> list[str]:
+        self._begin("list_subdirs")
+        return self.inner.list_subdirs(path)
+
+    # -- latency accounting ----------------------------------------------------------------------
+
+    def latency_for(self, nbytes: int) -> int:
+        """Simulated time one operation moving ``nbytes`` takes: ``latency_ms`` + 1 ms per MB."""
+        return self.latency_ms + nbytes // BYTES_PER_LATENCY_MS
+
+    def usage(self) -> tuple[int, int]:
+        """``(ops, bytes_written)`` now: a mark to pass to :meth:`latency_since` after a step."""
+        return (self.ops, self.bytes_written)
+
+    def latency_since(self, mark: tuple[int, int]) -> int:
+        """Simulated time the operations since ``mark`` (from :meth:`usage`) take together."""
+        ops, nbytes = mark
+        return (self.ops - ops) * self.latency_ms + (self.bytes_written - nbytes) // (
+            BYTES_PER_LATENCY_MS
+        )
