@@ -1,0 +1,75 @@
+"""The bundled catalog: every file loads, is named after its file, and stays small enough to run
+in seconds (the suite runs all of them before every protocol change)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scenarios import catalog, catalog_dir, load_scenario, parse_scenario, resolved_toml
+
+FILES = catalog()
+
+EXPECTED = {
+    "async_baseline": (),
+    "async_lost_acks": (),
+    "blocking_stalls": (),
+    "minibatch_upsert": (),
+    "minibatch_insert": ("exactly_once", "snapshot_matches_model"),
+    "base_instant_slicing": ("no_data_loss", "snapshot_matches_model"),
+    "local_clock_skew": ("monotonic_instants",),
+    "nbcc_two_jobs": (),
+    "cow_blocking": (),
+    "coordinator_failover": (),
+    "storage_failures": (),
+}
+
+
+def test_catalog_is_sorted_and_complete() -> None:
+    assert catalog_dir().is_dir()
+    assert sorted(FILES) == FILES
+    assert {path.stem for path in FILES} == set(EXPECTED)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[path.stem for path in FILES])
+def test_catalog_file_loads_and_is_named_after_its_file(path: Path) -> None:
+    scenario = load_scenario(path)
+    assert scenario.scenario.name == path.stem
+    assert scenario.scenario.description.strip()
+    assert scenario.expect.violations == EXPECTED[path.stem]
+    assert parse_scenario(resolved_toml(scenario)) == scenario
+
+
+@pytest.mark.parametrize("path", FILES, ids=[path.stem for path in FILES])
+def test_catalog_file_is_small(path: Path) -> None:
+    scenario = load_scenario(path)
+    assert 60 <= scenario.scenario.duration_s <= 300
+    for job in scenario.jobs:
+        assert 2 <= job.writers <= 4
+        assert 200 <= job.records_per_s <= 2000
+        assert 1000 <= job.key_space <= 200_000  # large enough that later updates do not mask a loss
+
+
+def test_names_are_unique() -> None:
+    names = [load_scenario(path).scenario.name for path in FILES]
+    assert len(names) == len(set(names))
+
+
+def test_known_bad_variants_are_the_ones_expected_to_fail() -> None:
+    """A scenario that switches a protocol variant away from the real rule must expect a
+    violation, and one on the real rules with nothing known-bad must expect none."""
+    for path in FILES:
+        scenario = load_scenario(path)
+        bad_protocol = (
+            scenario.protocol.file_slicing != "completion_time"
+            or scenario.protocol.log_anchor != "earliest_completed"
+            or scenario.protocol.archive_lookup != "archive"
+            or scenario.protocol.task_state != "events"
+            or scenario.time.generator == "local_clock"
+            or any(
+                job.instant_generation == "minibatch" and job.operation == "insert"
+                for job in scenario.jobs
+            )
+        )
+        assert bool(scenario.expect.violations) == bad_protocol, path.stem

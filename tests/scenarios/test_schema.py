@@ -1,0 +1,612 @@
+"""The scenario format's contract: defaults, one-line errors naming file + key + allowed values,
+the rules across jobs, CLI overrides, and resolved TOML that reads back to an equal scenario."""
+
+from __future__ import annotations
+
+import pickle
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomli_w
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scenarios import (
+    INVARIANTS,
+    PROTOCOL_VARIANTS,
+    JobSpec,
+    ProtocolSpec,
+    Scenario,
+    ScenarioError,
+    ScenarioInfo,
+    load_scenario,
+    parse_scenario,
+    resolved_toml,
+    scenario_from_dict,
+)
+
+MINIMAL = '[scenario]\nname = "s"\n'
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "scenarios.md"
+
+# the public contract, written out by hand (not derived from the schema) so a changed default
+# is a failing test, not a silent change to users' scenarios
+DEFAULTS: dict[str, Any] = {
+    "scenario.description": "",
+    "scenario.duration_s": 60,
+    "scenario.seed": 0,
+    "table.type": "MERGE_ON_READ",
+    "table.storage": "memory",
+    "table.partitions": 2,
+    "table.buckets_per_partition": 4,
+    "table.merge_mode": "EVENT_TIME_ORDERING",
+    "time.generator": "truetime",
+    "time.max_expected_skew_ms": 200,
+    "time.clock_skew_ms": 50,
+    "time.clock_drift_ppm": 0,
+    "time.lock_latency_ms": 5,
+    "jobs.name": "job0",
+    "jobs.writers": 4,
+    "jobs.instant_generation": "async",
+    "jobs.checkpoint_interval_s": 5,
+    "jobs.checkpoint_timeout_s": 60,
+    "jobs.records_per_s": 1000,
+    "jobs.buffer_records": 10000,
+    "jobs.operation": "upsert",
+    "jobs.key_space": 10000,
+    "jobs.table_services": True,
+    "jobs.compaction_every_commits": 5,
+    "jobs.concurrency": "nbcc",
+    "faults.ack_loss": 0,
+    "faults.ack_delay_ms": 0,
+    "faults.checkpoint_failure": 0,
+    "faults.writer_crash_per_hour": 0,
+    "faults.coordinator_crash_per_hour": 0,
+    "faults.storage_write_failure": 0,
+    "protocol.file_slicing": "completion_time",
+    "protocol.log_anchor": "earliest_completed",
+    "protocol.archive_lookup": "archive",
+    "protocol.task_state": "events",
+    "protocol.failed_writes_cleaning": "EAGER",  # "auto" resolved for one job
+    "expect.violations": (),
+    "sim.drain_timeout_s": 120,
+    "sim.restart_delay_ms": 1000,
+    "sim.network_delay_ms": 2,
+    "sim.storage_latency_ms": 5,
+    "sim.heartbeat_interval_ms": 60000,
+    "sim.heartbeat_tolerable_misses": 2,
+    "sim.archive_max_active": 30,
+    "sim.archive_min_active": 20,
+}
+
+
+def value_at(scenario: Scenario, dotted: str) -> Any:
+    table, key = dotted.split(".")
+    section = scenario.jobs[0] if table == "jobs" else getattr(scenario, table)
+    return getattr(section, key)
+
+
+def error_of(text: str, **overrides: Any) -> ScenarioError:
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text, "f.toml", **overrides)
+    return caught.value
+
+
+def assert_one_line(error: ScenarioError, key: str, allowed: str) -> None:
+    """The contract of every error: ``<file>: <key>: <problem> (allowed: <...>)``, one line."""
+    text = str(error)
+    assert "\n" not in text
+    assert error.source == "f.toml"
+    assert error.key == key
+    assert allowed in error.allowed
+    assert text.startswith(f"f.toml: {key}: ")
+    assert text.endswith(f"(allowed: {error.allowed})")
+
+
+# ---------------------------------------------------------------------------------------------
+# defaults
+
+
+@pytest.mark.parametrize("dotted", sorted(DEFAULTS))
+def test_default(dotted: str) -> None:
+    assert value_at(parse_scenario(MINIMAL), dotted) == DEFAULTS[dotted]
+
+
+def test_every_key_has_a_documented_default() -> None:
+    schema_keys = {
+        f"{table}.{key}"
+        for table, field in Scenario.model_fields.items()
+        for key in getattr(
+            field.annotation, "model_fields", JobSpec.model_fields if table == "jobs" else {}
+        )
+    }
+    assert schema_keys - {"scenario.name"} == set(DEFAULTS)
+
+
+def test_docs_name_every_key() -> None:
+    docs = DOCS.read_text(encoding="utf-8")
+    for dotted in [*DEFAULTS, "scenario.name"]:
+        table, key = dotted.split(".")
+        assert f"`{key}`" in docs, dotted
+        assert f"[{table}]" in docs, table
+
+
+def test_default_job_names_and_table_services_go_by_position() -> None:
+    scenario = parse_scenario(MINIMAL + "[[jobs]]\n[[jobs]]\n[[jobs]]\n")
+    assert [job.name for job in scenario.jobs] == ["job0", "job1", "job2"]
+    assert [job.table_services for job in scenario.jobs] == [True, False, False]
+    assert scenario.protocol.failed_writes_cleaning == "LAZY"
+
+
+def test_table_services_set_on_a_later_job_moves_them_there() -> None:
+    scenario = parse_scenario(MINIMAL + "[[jobs]]\n[[jobs]]\ntable_services = true\n")
+    assert [job.table_services for job in scenario.jobs] == [False, True]
+
+
+def test_no_job_may_run_table_services() -> None:
+    scenario = parse_scenario(MINIMAL + "[[jobs]]\ntable_services = false\n[[jobs]]\n")
+    assert [job.table_services for job in scenario.jobs] == [False, False]
+
+
+def test_numbers_accept_integers_and_store_floats() -> None:
+    scenario = parse_scenario('[scenario]\nname = "s"\nduration_s = 90\n')
+    assert scenario.scenario.duration_s == 90.0
+    assert isinstance(scenario.scenario.duration_s, float)
+
+
+def test_scenarios_built_in_python_get_the_same_defaults() -> None:
+    scenario = Scenario(scenario=ScenarioInfo(name="s"), jobs=(JobSpec(), JobSpec(writers=2)))
+    assert [job.name for job in scenario.jobs] == ["job0", "job1"]
+    assert [job.table_services for job in scenario.jobs] == [True, False]
+    assert scenario.protocol.failed_writes_cleaning == "LAZY"
+    assert scenario == parse_scenario(MINIMAL + "[[jobs]]\n[[jobs]]\nwriters = 2\n")
+
+
+def test_scenario_is_frozen_and_hashable() -> None:
+    scenario = parse_scenario(MINIMAL)
+    with pytest.raises(ValueError, match="frozen"):
+        scenario.scenario.seed = 3  # type: ignore[misc]
+    assert hash(scenario) == hash(parse_scenario(MINIMAL))
+
+
+def test_protocol_variants_default_to_the_real_rule() -> None:
+    assert PROTOCOL_VARIANTS == {
+        "file_slicing": ("completion_time", "base_instant"),
+        "log_anchor": ("earliest_completed", "earliest_log"),
+        "archive_lookup": ("archive", "active_only"),
+        "task_state": ("events", "none"),
+        "failed_writes_cleaning": ("auto", "EAGER", "LAZY"),
+    }
+    for name, choices in PROTOCOL_VARIANTS.items():
+        assert getattr(ProtocolSpec(), name) == choices[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# one-line errors
+
+BAD_VALUES = [
+    # (table, TOML line, key, part of allowed)
+    ("scenario", 'name = ""', "scenario.name", "non-empty string"),
+    ("scenario", "name = 3", "scenario.name", "non-empty string"),
+    ("scenario", "duration_s = 0", "scenario.duration_s", "number > 0"),
+    ("scenario", "duration_s = -5.5", "scenario.duration_s", "number > 0"),
+    ("scenario", "duration_s = nan", "scenario.duration_s", "number > 0"),
+    ("scenario", "duration_s = inf", "scenario.duration_s", "number > 0"),
+    ("scenario", 'duration_s = "60"', "scenario.duration_s", "number > 0"),
+    ("scenario", "seed = -1", "scenario.seed", "integer >= 0"),
+    ("scenario", "seed = 1.5", "scenario.seed", "integer >= 0"),
+    ("scenario", "seed = true", "scenario.seed", "integer >= 0"),
+    ("table", 'type = "MOR"', "table.type", "MERGE_ON_READ, COPY_ON_WRITE"),
+    ("table", 'storage = "s3"', "table.storage", "memory, local"),
+    ("table", "partitions = 0", "table.partitions", "integer >= 1"),
+    ("table", "buckets_per_partition = 0", "table.buckets_per_partition", "integer >= 1"),
+    ("table", 'merge_mode = "x"', "table.merge_mode", "EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING"),
+    ("time", 'generator = "ntp"', "time.generator", "truetime, local_clock, time_service"),
+    ("time", "max_expected_skew_ms = -1", "time.max_expected_skew_ms", "integer >= 0"),
+    ("time", "clock_skew_ms = 0.5", "time.clock_skew_ms", "integer >= 0"),
+    ("time", "clock_drift_ppm = -1", "time.clock_drift_ppm", "number >= 0"),
+    ("time", "lock_latency_ms = -1", "time.lock_latency_ms", "integer >= 0"),
+    ("faults", "ack_loss = 1.5", "faults.ack_loss", "number in [0, 1]"),
+    ("faults", 'ack_loss = "0.5"', "faults.ack_loss", "number in [0, 1]"),
+    ("faults", "ack_delay_ms = -1", "faults.ack_delay_ms", "integer >= 0"),
+    ("faults", "checkpoint_failure = -0.1", "faults.checkpoint_failure", "number in [0, 1]"),
+    ("faults", "writer_crash_per_hour = -1", "faults.writer_crash_per_hour", "number >= 0"),
+    ("faults", "coordinator_crash_per_hour = nan", "faults.coordinator_crash_per_hour", ">= 0"),
+    ("faults", "storage_write_failure = 2", "faults.storage_write_failure", "number in [0, 1]"),
+    ("protocol", 'file_slicing = "x"', "protocol.file_slicing", "completion_time, base_instant"),
+    ("protocol", 'log_anchor = "x"', "protocol.log_anchor", "earliest_completed, earliest_log"),
+    ("protocol", 'archive_lookup = "x"', "protocol.archive_lookup", "archive, active_only"),
+    ("protocol", 'task_state = "all"', "protocol.task_state", "events, none"),
+    ("protocol", 'failed_writes_cleaning = "lazy"', "protocol.failed_writes_cleaning", "LAZY"),
+    ("expect", 'violations = ["nope"]', "expect.violations[0]", ", ".join(INVARIANTS)),
+    ("expect", "violations = [1]", "expect.violations[0]", "exactly_once"),
+    ("expect", 'violations = "liveness"', "expect.violations", "an array of"),
+    ("expect", 'violations = ["liveness", "liveness"]', "expect.violations[1]", "at most once"),
+    ("sim", "drain_timeout_s = 0", "sim.drain_timeout_s", "number > 0"),
+    ("sim", "restart_delay_ms = -1", "sim.restart_delay_ms", "integer >= 0"),
+    ("sim", "network_delay_ms = -1", "sim.network_delay_ms", "integer >= 0"),
+    ("sim", "storage_latency_ms = -1", "sim.storage_latency_ms", "integer >= 0"),
+    ("sim", "heartbeat_interval_ms = 0", "sim.heartbeat_interval_ms", "integer >= 1"),
+    ("sim", "heartbeat_tolerable_misses = 0", "sim.heartbeat_tolerable_misses", "integer >= 1"),
+    ("sim", "archive_min_active = 30", "sim.archive_min_active", "< archive_max_active (30)"),
+    ("sim", "archive_max_active = 10", "sim.archive_min_active", "< archive_max_active (10)"),
+]
+
+
+@pytest.mark.parametrize(("table", "line", "key", "allowed"), BAD_VALUES)
+def test_bad_value(table: str, line: str, key: str, allowed: str) -> None:
+    if table == "scenario":
+        body = f"[scenario]\n{line}\n" if line.startswith("name") else f"{MINIMAL}{line}\n"
+    else:
+        body = f"{MINIMAL}[{table}]\n{line}\n"
+    assert_one_line(error_of(body), key, allowed)
+
+
+JOB_BAD_VALUES = [
+    ('name = ""', "name", "non-empty string"),
+    ("writers = 0", "writers", "integer >= 1"),
+    ('instant_generation = "sync"', "instant_generation", "async, blocking, minibatch"),
+    ("checkpoint_interval_s = 0", "checkpoint_interval_s", "number > 0"),
+    ("checkpoint_timeout_s = -1", "checkpoint_timeout_s", "number > 0"),
+    ("records_per_s = 0", "records_per_s", "number > 0"),
+    ("buffer_records = 0", "buffer_records", "integer >= 1"),
+    ('operation = "delete"', "operation", "upsert, insert"),
+    ("key_space = 0", "key_space", "integer >= 1"),
+    ('table_services = "yes"', "table_services", "true, false"),
+    ("compaction_every_commits = 0", "compaction_every_commits", "integer >= 1"),
+    ('concurrency = "lock"', "concurrency", "nbcc, occ"),
+]
+
+
+@pytest.mark.parametrize(("line", "key", "allowed"), JOB_BAD_VALUES)
+def test_bad_job_value_names_the_job_by_position(line: str, key: str, allowed: str) -> None:
+    body = f'{MINIMAL}[[jobs]]\nconcurrency = "occ"\n[[jobs]]\n{line}\n'
+    if key == "concurrency":
+        body = f"{MINIMAL}[[jobs]]\n[[jobs]]\n{line}\n"
+    assert_one_line(error_of(body), f"jobs[1].{key}", allowed)
+
+
+def test_enum_error_reads_well() -> None:
+    error = error_of(f'{MINIMAL}[[jobs]]\n[[jobs]]\ninstant_generation = "sync"\n')
+    assert str(error) == (
+        'f.toml: jobs[1].instant_generation: unknown value "sync" '
+        "(allowed: async, blocking, minibatch)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("table", "header"),
+    [
+        ("scenario", "[scenario]"),
+        ("table", "[table]"),
+        ("time", "[time]"),
+        ("jobs[0]", "[[jobs]]"),
+        ("faults", "[faults]"),
+        ("protocol", "[protocol]"),
+        ("expect", "[expect]"),
+        ("sim", "[sim]"),
+    ],
+)
+def test_unknown_key_lists_the_tables_keys(table: str, header: str) -> None:
+    body = (
+        f'{header}\nname = "s"\ncolour = 1\n'
+        if table == "scenario"
+        else f"{MINIMAL}{header}\ncolour = 1\n"
+    )
+    error = error_of(body)
+    model = JobSpec if table == "jobs[0]" else Scenario.model_fields[table].annotation
+    assert_one_line(error, f"{table}.colour", ", ".join(model.model_fields))
+    assert 'unknown key "colour"' in str(error)
+
+
+def test_misspelt_key_is_an_error_not_a_default() -> None:
+    error = error_of(f"{MINIMAL}[faults]\nack_los = 0.3\n")
+    assert error.key == "faults.ack_los"
+    assert "ack_loss" in error.allowed
+
+
+def test_unknown_table() -> None:
+    error = error_of(f"{MINIMAL}[fault]\nack_loss = 0.3\n")
+    assert_one_line(error, "fault", "scenario, table, time, jobs, faults, protocol, expect, sim")
+    assert "unknown table [fault]" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("body", "key", "problem"),
+    [
+        ("[table]\n", "scenario", "required table is missing"),
+        ("[scenario]\n", "scenario.name", "required key is missing"),
+        ("scenario = 5\n", "scenario", "expected a table, got 5"),
+        ('[[scenario]]\nname = "s"\n', "scenario", "expected a table, got an array"),
+        (f"{MINIMAL}[jobs]\nwriters = 2\n", "jobs", "expected an array of tables [[jobs]]"),
+        (f"jobs = []\n{MINIMAL}", "jobs", "no [[jobs]] table"),
+    ],
+)
+def test_structure_errors(body: str, key: str, problem: str) -> None:
+    error = error_of(body)
+    assert_one_line(error, key, "")
+    assert problem in str(error)
+    assert error.allowed
+
+
+def test_bad_toml_syntax_names_line_and_column() -> None:
+    error = error_of(f"{MINIMAL}[table]\npartitions = = 2\n")
+    assert (error.line, error.column) == (4, 14)
+    assert str(error).startswith("f.toml: line 4, column 14: invalid TOML: ")
+    assert "\n" not in str(error)
+
+
+def test_bad_toml_at_end_of_document() -> None:
+    error = error_of(f"{MINIMAL}[table]\npartitions =")
+    assert str(error).startswith("f.toml: invalid TOML: ")
+
+
+def test_error_pickles() -> None:
+    error = error_of(f"{MINIMAL}[faults]\nack_loss = 2\n")
+    copy = pickle.loads(pickle.dumps(error))
+    assert (str(copy), copy.key, copy.allowed) == (str(error), error.key, error.allowed)
+
+
+# ---------------------------------------------------------------------------------------------
+# rules across jobs
+
+
+def test_job_names_must_be_unique() -> None:
+    error = error_of(f'{MINIMAL}[[jobs]]\nname = "a"\n[[jobs]]\nname = "a"\n')
+    assert_one_line(error, "jobs[1].name", "a name no other job has")
+    assert "jobs[0].name" in str(error)
+
+
+def test_explicit_name_may_clash_with_a_positional_default() -> None:
+    error = error_of(f'{MINIMAL}[[jobs]]\nname = "job1"\n[[jobs]]\n')
+    assert error.key == "jobs[1].name"
+
+
+def test_nbcc_with_several_jobs_needs_merge_on_read() -> None:
+    error = error_of(
+        f'{MINIMAL}[table]\ntype = "COPY_ON_WRITE"\n[[jobs]]\nconcurrency = "occ"\n[[jobs]]\n'
+    )
+    assert_one_line(error, "table.type", "MERGE_ON_READ")
+    assert "jobs[1] uses nbcc" in str(error)
+
+
+def test_occ_with_several_jobs_may_use_copy_on_write() -> None:
+    scenario = parse_scenario(
+        f'{MINIMAL}[table]\ntype = "COPY_ON_WRITE"\n'
+        '[[jobs]]\nconcurrency = "occ"\n[[jobs]]\nconcurrency = "occ"\n'
+    )
+    assert len(scenario.jobs) == 2
+
+
+def test_one_nbcc_job_may_use_copy_on_write() -> None:
+    scenario = parse_scenario(f'{MINIMAL}[table]\ntype = "COPY_ON_WRITE"\n')
+    assert scenario.jobs[0].concurrency == "nbcc"
+
+
+def test_table_services_in_several_jobs_is_an_error() -> None:
+    error = error_of(
+        f"{MINIMAL}[[jobs]]\n[[jobs]]\ntable_services = true\n[[jobs]]\ntable_services = true\n"
+    )
+    assert_one_line(error, "jobs[2].table_services", "at most one job")
+    assert "jobs[1] already runs table services" in str(error)
+
+
+def test_eager_cleaning_with_several_jobs_is_an_error() -> None:
+    error = error_of(f'{MINIMAL}[[jobs]]\n[[jobs]]\n[protocol]\nfailed_writes_cleaning = "EAGER"\n')
+    assert_one_line(error, "protocol.failed_writes_cleaning", "LAZY")
+
+
+@pytest.mark.parametrize(
+    ("jobs", "setting", "resolved"),
+    [(1, "auto", "EAGER"), (2, "auto", "LAZY"), (1, "LAZY", "LAZY"), (1, "EAGER", "EAGER")],
+)
+def test_failed_writes_cleaning_resolution(jobs: int, setting: str, resolved: str) -> None:
+    body = MINIMAL + "[[jobs]]\n" * jobs + f'[protocol]\nfailed_writes_cleaning = "{setting}"\n'
+    assert parse_scenario(body).protocol.failed_writes_cleaning == resolved
+
+
+# ---------------------------------------------------------------------------------------------
+# loading and overrides
+
+
+def test_load_scenario_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "x.toml"
+    path.write_text(f"{MINIMAL}[table]\npartitions = 0\n", encoding="utf-8")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value).startswith(f"{path}: table.partitions: ")
+    path.write_text(MINIMAL, encoding="utf-8")
+    assert load_scenario(str(path)) == parse_scenario(MINIMAL)
+
+
+def test_missing_and_binary_files(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError, match="cannot read the file") as caught:
+        load_scenario(tmp_path / "missing.toml")
+    assert "\n" not in str(caught.value)
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe[scenario]")
+    with pytest.raises(ScenarioError, match="not UTF-8"):
+        load_scenario(binary)
+
+
+def test_overrides_replace_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "x.toml"
+    path.write_text('[scenario]\nname = "s"\nseed = 4\n[table]\nstorage = "memory"\n')
+    scenario = load_scenario(path, seed=9, storage="local")
+    assert (scenario.scenario.seed, scenario.table.storage) == (9, "local")
+    assert load_scenario(path).scenario.seed == 4
+
+
+def test_overrides_apply_without_the_tables() -> None:
+    scenario = parse_scenario(MINIMAL, seed=0, storage="local")
+    assert scenario.table.storage == "local"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key", "allowed", "flag"),
+    [
+        ({"seed": -1}, "scenario.seed", "integer >= 0", "--seed"),
+        ({"seed": True}, "scenario.seed", "integer >= 0", "--seed"),
+        ({"storage": "s3"}, "table.storage", "memory, local", "--storage"),
+    ],
+)
+def test_bad_overrides_are_validated_the_same_way(
+    overrides: dict[str, Any], key: str, allowed: str, flag: str
+) -> None:
+    error = error_of(MINIMAL, **overrides)
+    assert_one_line(error, key, allowed)
+    assert f"given by {flag}" in str(error)
+
+
+# ---------------------------------------------------------------------------------------------
+# resolved TOML
+
+
+def test_resolved_toml_fills_every_default() -> None:
+    text = resolved_toml(parse_scenario(MINIMAL, seed=7))
+    for dotted in DEFAULTS:
+        assert re.search(rf"^{dotted.split('.')[1]} = ", text, re.MULTILINE), dotted
+    assert "seed = 7" in text
+    assert "[[jobs]]" in text
+    assert '"auto"' not in text
+
+
+def test_resolved_toml_is_deterministic_and_reads_back() -> None:
+    scenario = parse_scenario(MINIMAL + "[[jobs]]\n[[jobs]]\n")
+    text = resolved_toml(scenario)
+    assert parse_scenario(text) == scenario
+    assert resolved_toml(parse_scenario(text)) == text
+
+
+names = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12
+)
+positive = st.floats(min_value=0.001, max_value=1e6, allow_nan=False, allow_infinity=False)
+non_negative = st.floats(min_value=0, max_value=1e6, allow_nan=False, allow_infinity=False)
+probability = st.floats(min_value=0, max_value=1)
+small_int = st.integers(min_value=1, max_value=10**6)
+any_int = st.integers(min_value=0, max_value=10**6)
+
+
+def some_of(fields: dict[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    """A table where every key may be left out (so its default is used)."""
+    return st.fixed_dictionaries({}, optional=fields)
+
+
+@st.composite
+def scenario_dicts(draw: st.DrawFn) -> dict[str, Any]:
+    """Valid scenarios as TOML data: any subset of keys set, rules across jobs respected."""
+    job_count = draw(st.integers(min_value=1, max_value=3))
+    job_names = draw(st.lists(names, min_size=job_count, max_size=job_count, unique=True))
+    services_job = draw(st.none() | st.integers(min_value=0, max_value=job_count - 1))
+    jobs = []
+    for index in range(job_count):
+        job = draw(
+            some_of(
+                {
+                    "writers": small_int,
+                    "instant_generation": st.sampled_from(["async", "blocking", "minibatch"]),
+                    "checkpoint_interval_s": positive,
+                    "checkpoint_timeout_s": positive,
+                    "records_per_s": positive,
+                    "buffer_records": small_int,
+                    "operation": st.sampled_from(["upsert", "insert"]),
+                    "key_space": small_int,
+                    "compaction_every_commits": small_int,
+                    "concurrency": st.sampled_from(["nbcc", "occ"]),
+                }
+            )
+        )
+        if draw(st.booleans()):  # explicit name, never of the job<i> form
+            job["name"] = "n-" + job_names[index]
+        if services_job is not None and draw(st.booleans()):
+            job["table_services"] = index == services_job
+        jobs.append(job)
+    data: dict[str, Any] = {
+        "scenario": {
+            "name": draw(names),
+            **draw(
+                some_of(
+                    {"description": st.text(max_size=40), "duration_s": positive, "seed": any_int}
+                )
+            ),
+        },
+        "jobs": jobs,
+    }
+    optional_tables = {
+        "table": some_of(
+            {
+                "storage": st.sampled_from(["memory", "local"]),
+                "partitions": small_int,
+                "buckets_per_partition": small_int,
+                "merge_mode": st.sampled_from(["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"]),
+            }
+        ),
+        "time": some_of(
+            {
+                "generator": st.sampled_from(["truetime", "local_clock", "time_service"]),
+                "max_expected_skew_ms": any_int,
+                "clock_skew_ms": any_int,
+                "clock_drift_ppm": non_negative,
+                "lock_latency_ms": any_int,
+            }
+        ),
+        "faults": some_of(
+            {
+                "ack_loss": probability,
+                "ack_delay_ms": any_int,
+                "checkpoint_failure": probability,
+                "writer_crash_per_hour": non_negative,
+                "coordinator_crash_per_hour": non_negative,
+                "storage_write_failure": probability,
+            }
+        ),
+        "protocol": some_of(
+            {
+                **{
+                    name: st.sampled_from(choices)
+                    for name, choices in PROTOCOL_VARIANTS.items()
+                    if name != "failed_writes_cleaning"
+                },
+                "failed_writes_cleaning": st.sampled_from(
+                    ["auto", "EAGER", "LAZY"] if job_count == 1 else ["auto", "LAZY"]
+                ),
+            }
+        ),
+        "expect": some_of(
+            {"violations": st.lists(st.sampled_from(INVARIANTS), unique=True).map(tuple)}
+        ),
+        "sim": some_of(
+            {
+                "drain_timeout_s": positive,
+                "restart_delay_ms": any_int,
+                "network_delay_ms": any_int,
+                "storage_latency_ms": any_int,
+                "heartbeat_interval_ms": small_int,
+                "heartbeat_tolerable_misses": small_int,
+                "archive_min_active": st.integers(min_value=1, max_value=100),
+            }
+        ),
+    }
+    for table, strategy in optional_tables.items():
+        if draw(st.booleans()):
+            data[table] = draw(strategy)
+    if "archive_min_active" in data.get("sim", {}):
+        data["sim"]["archive_max_active"] = data["sim"]["archive_min_active"] + draw(small_int)
+    nbcc_jobs = any(job.get("concurrency", "nbcc") == "nbcc" for job in jobs)
+    if job_count == 1 or not nbcc_jobs:
+        table_type = draw(st.sampled_from(["MERGE_ON_READ", "COPY_ON_WRITE"]))
+        data.setdefault("table", {})["type"] = table_type
+    return data
+
+
+@given(scenario_dicts())
+def test_resolved_toml_round_trip(data: dict[str, Any]) -> None:
+    text = tomli_w.dumps(data)
+    scenario = parse_scenario(text)
+    assert scenario == scenario_from_dict(data)
+    resolved = resolved_toml(scenario)
+    again = parse_scenario(resolved)
+    assert again == scenario
+    assert resolved_toml(again) == resolved
