@@ -4,12 +4,17 @@ This is the I/O side of :mod:`models.fsview` (Hudi's ``HoodieTableMetaClient`` p
 part of ``AbstractTableFileSystemView``): it reads ``hoodie.properties``, loads the active timeline,
 lists the partitions, reads the pending compaction plans and completed replace commits, and hands
 all of it to the pure slicing code.
+
+Its timeline falls back to the archived (LSM) timeline for instants older than the active one
+(PROTOCOL.md section 8), so the logs of archived deltacommits keep their completion times; the
+``archive_lookup=False`` switch reproduces apache/hudi#14365, where that lookup missed the archive.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from models.archive import ArchivedTimeline
 from models.commit_metadata import CommitMetadata, read_commit_metadata, read_compaction_plan
 from models.filenames import is_base_file_name, is_log_file_name
 from models.fsview import (
@@ -22,7 +27,7 @@ from models.fsview import (
 from models.instant import Instant, State
 from models.properties import PropertiesError, TableConfig, parse_properties
 from models.storage import FileStatus, Storage, join
-from models.timeline import ActiveTimeline, Timeline
+from models.timeline import ActiveTimeline, ArchiveFallback, Timeline, first_write_time
 
 META_FOLDER = ".hoodie"
 PROPERTIES_PATH = ".hoodie/hoodie.properties"
@@ -45,10 +50,19 @@ class ViewOptions:
 
 
 class HudiTable:
-    """Read access to a table through a :class:`~models.storage.Storage`."""
+    """Read access to a table through a :class:`~models.storage.Storage`.
 
-    def __init__(self, storage: Storage) -> None:
+    ``archive_lookup`` (default True, Hudi's intended behavior): completion times of instants that
+    were archived off the active timeline are looked up in the LSM timeline. False is the variant
+    of apache/hudi#14365: archived instants still count as committed, but their completion times
+    are unknown, so file slicing takes their log files for pending ones and drops them (from
+    snapshots and from compaction plans). It applies to every timeline this table hands out, so a
+    :class:`~models.writer.TableWriter` over the table plans compactions the same way.
+    """
+
+    def __init__(self, storage: Storage, *, archive_lookup: bool = True) -> None:
         self.storage = storage
+        self.archive_lookup = archive_lookup
         try:
             text = storage.read(PROPERTIES_PATH).decode("utf-8")
         except FileNotFoundError:
@@ -65,7 +79,21 @@ class HudiTable:
         self.active_timeline = ActiveTimeline(storage, self.config)
 
     def timeline(self) -> Timeline:
-        return self.active_timeline.load()
+        """The active timeline, answering for archived instants through the LSM timeline."""
+        active = self.active_timeline.load()
+        if self.config.layout_version != 2:
+            return active  # layout 1 keeps its archive in the 0.x log format, not read here
+        return active.with_archive(
+            ArchiveFallback(
+                self.archived_timeline(),
+                start=first_write_time(active.instants),
+                use_completion_times=self.archive_lookup,
+            )
+        )
+
+    def archived_timeline(self) -> ArchivedTimeline:
+        """A fresh (lazily loading) view of the LSM timeline."""
+        return ArchivedTimeline(self.storage, self.config)
 
     def partitions(self) -> list[str]:
         """Partition paths ("" for a non-partitioned table): folders holding data files."""

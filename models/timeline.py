@@ -13,12 +13,21 @@ transitions of PROTOCOL.md sections 1-2:
 
 Layout 1 (table version 6) is read-only here: its completed files carry no completion time, which
 is taken from the file's modification time as Hudi does.
+
+Instants archived into the LSM timeline (PROTOCOL.md section 8, :mod:`models.archive`) are no longer
+on the active timeline, yet file slicing still needs their completion times. A :class:`Timeline` may
+carry an :class:`ArchiveFallback` that answers for instants older than the active timeline's first
+write instant, like Hudi's ``CompletionTimeQueryViewV2`` (active instants first; an instant before
+its cursor is loaded lazily from the archived timeline). Hudi counts *any* instant before the first
+active write instant as completed (``isArchived``); here it must be found in the archive, so the
+files of a write that was rolled back stay uncommitted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from models.instant import (
     COMPLETED_ACTION,
@@ -38,11 +47,77 @@ class TimelineError(RuntimeError):
     """A transition the protocol forbids (e.g. completing an instant twice)."""
 
 
+WRITE_ACTIONS = (
+    "commit",
+    "deltacommit",
+    "compaction",
+    "logcompaction",
+    "replacecommit",
+    "clustering",
+)
+"""Hudi's write timeline (``getWriteTimeline``): the actions that write data files."""
+
+
+class CompletionLookup(Protocol):
+    """Where the completion time of an instant that left the active timeline is found."""
+
+    def completion_time(self, requested_time: str) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class ArchiveFallback:
+    """How a :class:`Timeline` answers for instants archived off the active timeline.
+
+    ``archived`` is consulted only for times before ``start`` (the requested time of the first
+    write instant on the active timeline, ``None`` if there is none): archiving never passes the
+    earliest pending instant, so every archived instant is older than every active write instant,
+    and a pending instant never needs the (lazily loaded) archive. ``bound`` is a time-travel bound
+    (:meth:`Timeline.as_of`): an archived instant that completed after it is not completed there.
+
+    ``use_completion_times=False`` is the variant of apache/hudi#14365: the lookup ignores the
+    archive, so an archived deltacommit has no completion time and its log files are taken for
+    uncommitted ones (left out of slices and compaction plans: data loss). Archived instants still
+    count as *committed* in that variant (Hudi's ``isArchived``), so base files stay visible.
+    """
+
+    archived: CompletionLookup
+    start: str | None
+    use_completion_times: bool = True
+    bound: str | None = None
+
+    def covers(self, requested_time: str) -> bool:
+        """Whether ``requested_time`` lies before the active timeline (and within the bound)."""
+        if self.start is not None and requested_time >= self.start:
+            return False
+        return self.bound is None or requested_time <= self.bound
+
+    def archived_completion(self, requested_time: str) -> str | None:
+        """The archived completion time, if the instant completed by the bound."""
+        completion = self.archived.completion_time(requested_time)
+        if completion is None or (self.bound is not None and completion > self.bound):
+            return None
+        return completion
+
+    def bounded(self, time: str) -> ArchiveFallback:
+        bound = time if self.bound is None else min(self.bound, time)
+        return replace(self, bound=bound)
+
+
+def first_write_time(instants: Iterable[Instant]) -> str | None:
+    """Requested time of the earliest write instant (Hudi's ``firstNonSavepointCommit``)."""
+    return min((i.requested_time for i in instants if i.action in WRITE_ACTIONS), default=None)
+
+
 @dataclass(frozen=True)
 class Timeline:
-    """Instants sorted by requested time (then state, action); a value, never mutated."""
+    """Instants sorted by requested time (then state, action); a value, never mutated.
+
+    ``archive``, when set, extends :meth:`completion_time` and :meth:`is_completed` to instants that
+    were archived (see :class:`ArchiveFallback`); derived timelines keep it.
+    """
 
     instants: tuple[Instant, ...] = ()
+    archive: ArchiveFallback | None = field(default=None, repr=False, compare=False)
     _by_time: dict[str, list[Instant]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -67,13 +142,17 @@ class Timeline:
         return found[0] if found else None
 
     def completed(self) -> Timeline:
-        return Timeline(tuple(i for i in self.instants if i.is_completed))
+        return self.filter(lambda i: i.is_completed)
 
     def pending(self) -> Timeline:
-        return Timeline(tuple(i for i in self.instants if not i.is_completed))
+        return self.filter(lambda i: not i.is_completed)
 
     def filter(self, predicate: Callable[[Instant], bool]) -> Timeline:
-        return Timeline(tuple(i for i in self.instants if predicate(i)))
+        return Timeline(tuple(i for i in self.instants if predicate(i)), self.archive)
+
+    def with_archive(self, archive: ArchiveFallback | None) -> Timeline:
+        """The same instants, answering for archived ones through ``archive``."""
+        return Timeline(self.instants, archive)
 
     def with_actions(self, *actions: str) -> Timeline:
         return self.filter(lambda i: i.action in actions)
@@ -81,15 +160,31 @@ class Timeline:
     def completion_time(self, requested_time: str) -> str | None:
         """Completion time of the instant requested at ``requested_time``, None if not completed.
 
-        Only the active timeline is consulted; archived instants (section 8) are not here.
+        The active timeline first; an instant older than it is looked up in the archive when this
+        timeline carries one (section 8) and the #14365 variant is not switched on.
         """
-        for instant in self._by_time.get(normalize(requested_time), ()):
+        time = normalize(requested_time)
+        for instant in self._by_time.get(time, ()):
             if instant.is_completed:
                 return instant.completion_time
+        archive = self.archive
+        if archive is not None and archive.use_completion_times and archive.covers(time):
+            return archive.archived_completion(time)
         return None
 
     def is_completed(self, requested_time: str) -> bool:
-        return self.completion_time(requested_time) is not None
+        """Whether the instant committed: on the active timeline, or archived (always committed).
+
+        In the #14365 variant an archived instant is committed although its completion time is
+        unknown, as with Hudi's ``CompletionTimeQueryView.isCompleted`` (``isArchived``).
+        """
+        if self.completion_time(requested_time) is not None:
+            return True
+        archive = self.archive
+        if archive is None or archive.use_completion_times:
+            return False
+        time = normalize(requested_time)
+        return archive.covers(time) and archive.archived_completion(time) is not None
 
     def by_completion_time(self) -> tuple[Instant, ...]:
         """Completed instants in completion-time order (the order commits became visible)."""
@@ -120,7 +215,7 @@ class Timeline:
                 out.append(Instant(instant.requested_time, State.INFLIGHT, instant.action))
             else:
                 out.append(instant)
-        return Timeline(tuple(out))
+        return Timeline(tuple(out), self.archive.bounded(bound) if self.archive else None)
 
 
 def instants_from_listing(files: Iterable[FileStatus], layout_version: int) -> tuple[Instant, ...]:
@@ -207,11 +302,20 @@ class ActiveTimeline:
         self.storage.create_if_absent(self.path_of(inflight), content)
         return inflight
 
-    def complete(self, instant: Instant, content: bytes, time_generator: object) -> Steps[Instant]:
+    def complete(
+        self,
+        instant: Instant,
+        content: bytes,
+        time_generator: object,
+        *,
+        precommit: Callable[[], None] | None = None,
+    ) -> Steps[Instant]:
         """Generate the completion time and create the completed file under the generator's lock.
 
         ``time_generator`` is a :class:`models.truetime.TimeGenerator`; its ``consume_time`` keeps
-        the lock while the file is created.
+        the lock while the file is created. ``precommit`` runs under that same lock hold just
+        before the file is created (Hudi's conflict resolution inside the commit transaction);
+        if it raises, nothing is written.
         """
         self._require_writable()
         if instant.state is not State.INFLIGHT:
@@ -227,6 +331,8 @@ class ActiveTimeline:
                 raise TimelineError(
                     f"completion time {completion_time} is not after requested time of {instant}"
                 )
+            if precommit is not None:
+                precommit()
             done = Instant(instant.requested_time, State.COMPLETED, instant.action, completion_time)
             self.storage.create_if_absent(self.path_of(done), content)
             return done
