@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -71,7 +71,7 @@ from models.properties import (
 )
 from models.reader import merge_file_slice, merge_versions
 from models.storage import FileAlreadyExistsError, Storage, join
-from models.table import PROPERTIES_PATH, HudiTable
+from models.table import PROPERTIES_PATH, HudiTable, ViewOptions
 from models.timeline import Timeline
 
 META_COLUMNS = (
@@ -138,18 +138,44 @@ def create_table(
 class TableWriter:
     """Writes instants and files of one table through its storage and a time generator."""
 
-    def __init__(self, table: HudiTable, time_generator: object) -> None:
+    def __init__(
+        self,
+        table: HudiTable,
+        time_generator: object,
+        *,
+        data_schema: pa.Schema | None = None,
+        log_block_format: str = "avro",
+        view_options: ViewOptions | None = None,
+        stage_id: int = 1,
+    ) -> None:
+        """``data_schema``: the data columns every commit carries in its metadata when it wrote no
+        records itself (a coordinator commits files that write tasks wrote, so it never saw their
+        records). ``log_block_format``: ``avro`` (Hudi's default) or ``parquet`` data blocks.
+        ``view_options``: the file-slicing rule this writer plans with (a protocol variant).
+        ``stage_id``: the middle part of write tokens (Spark stage / Flink job): two jobs writing
+        the same file group name their files apart even at the same task and log version."""
         self.table = table
         self.storage = table.storage
         self.timeline = table.active_timeline
         self.time_generator = time_generator
+        self.log_block_format = log_block_format
+        self.view_options = view_options
+        self.stage_id = stage_id
         self._schemas: dict[str, str] = {}  # instant -> Avro schema of its data columns
+        self._default_schema = (
+            avro_schema_for(data_schema, *self._avro_names()) if data_schema is not None else None
+        )
 
     # --- instants -------------------------------------------------------------------------------
 
+    @property
+    def default_action(self) -> str:
+        """The action of a regular write: ``deltacommit`` on MERGE_ON_READ, else ``commit``."""
+        return "deltacommit" if self.table.config.is_mor else "commit"
+
     def start_commit(self, action: str | None = None) -> Steps[Instant]:
         """A new instant: time from the generator, then ``requested`` and ``inflight`` files."""
-        action = action or ("deltacommit" if self.table.config.is_mor else "commit")
+        action = action or self.default_action
         time = yield from self.time_generator.generate_time()  # type: ignore[attr-defined]
         requested = self.timeline.create_requested(time, action)
         return self.timeline.transition_to_inflight(requested)
@@ -161,12 +187,19 @@ class TableWriter:
         operation_type: str = "UPSERT",
         *,
         compacted: bool = False,
+        precommit: Callable[[], None] | None = None,
     ) -> Steps[Instant]:
-        """Complete ``instant`` with the given write stats; markers are removed afterwards."""
+        """Complete ``instant`` with the given write stats; markers are removed afterwards.
+
+        ``precommit`` runs under the table lock right before the completed file is created."""
         by_partition: dict[str, list[WriteStat]] = {}
         for stat in stats:
             by_partition.setdefault(stat.partition_path, []).append(stat)
-        schema = self._schemas.get(instant.requested_time) or self._latest_schema()
+        schema = (
+            self._schemas.get(instant.requested_time)
+            or self._default_schema
+            or self._latest_schema()
+        )
         extra = {"schema": schema} if schema else {}
         meta = CommitMetadata(
             partition_to_write_stats={p: tuple(s) for p, s in by_partition.items()},
@@ -175,7 +208,7 @@ class TableWriter:
             extra_metadata=extra,
         )
         done = yield from self.timeline.complete(
-            instant, write_commit_metadata(meta), self.time_generator
+            instant, write_commit_metadata(meta), self.time_generator, precommit=precommit
         )
         self._delete_markers(instant.requested_time)
         return done
@@ -200,7 +233,7 @@ class TableWriter:
         """
         self._check_writable(instant)
         check_file_id(file_id)
-        name = str(BaseFileName(file_id, _token(task_id), instant.requested_time))
+        name = str(BaseFileName(file_id, self._token(task_id), instant.requested_time))
         rows = records if keep_meta else self._with_meta(instant, partition, name, records, task_id)
         if keep_meta:
             rows = rows.set_column(
@@ -230,7 +263,7 @@ class TableWriter:
     ) -> WriteStat:
         """Copy-on-write upsert: merge ``records`` into the file group's latest committed slice
         and write the result as a new base file at ``instant`` (a new file group if none)."""
-        timeline, groups = self.table.file_groups()
+        timeline, groups = self.table.file_groups(options=self.view_options)
         current = next(
             (
                 s
@@ -263,22 +296,31 @@ class TableWriter:
         *,
         delete_keys: pa.Table | None = None,
         task_id: int = 0,
+        version: int | None = None,
+        name_instant: str | None = None,
     ) -> WriteStat:
         """Write a new log file ``.<file_id>_<instant>.log.<n>_<token>`` with a data block and/or
         a delete block (``delete_keys``: columns ``record_key``, ``partition_path``,
-        ``ordering_value``). The name carries the deltacommit's own requested time (1.x)."""
+        ``ordering_value``). The name carries the deltacommit's own requested time (1.x).
+
+        ``version``: the log version when the caller tracks it (saves listing the partition).
+        ``name_instant``: put this instant in the name instead, the 0.x rule where a log is named
+        after the base instant of the slice it targets (variant ``base_instant``); the blocks still
+        carry the deltacommit's time in their headers."""
         self._check_writable(instant)
         if not self.table.config.is_mor:
             raise WriteError("log files belong to MERGE_ON_READ tables")
         check_file_id(file_id)
-        version = self._next_log_version(partition, file_id, instant.requested_time)
-        name = str(LogFileName(file_id, instant.requested_time, version, _token(task_id)))
+        in_name = name_instant or instant.requested_time
+        if version is None:
+            version = self._next_log_version(partition, file_id, in_name)
+        name = str(LogFileName(file_id, in_name, version, self._token(task_id)))
         blocks = []
         written = 0
         if records is not None and records.num_rows:
             rows = self._with_meta(instant, partition, file_id, records, task_id)
             schema = avro_schema_for(rows.schema, *self._avro_names())
-            blocks.append(DataBlock(instant.requested_time, schema, rows, "avro"))
+            blocks.append(DataBlock(instant.requested_time, schema, rows, self.log_block_format))
             self._remember_schema(instant, records)
             written = rows.num_rows
         if delete_keys is not None and delete_keys.num_rows:
@@ -314,7 +356,7 @@ class TableWriter:
         committed logs; None if there is nothing to compact."""
         time = yield from self.time_generator.generate_time()  # type: ignore[attr-defined]
         wanted = set(file_groups) if file_groups is not None else None
-        _, groups = self.table.file_groups()
+        _, groups = self.table.file_groups(options=self.view_options)
         busy = {(g.partition, g.file_id) for g in groups if g.pending_compactions}
         operations = []
         for s in latest_file_slices(groups):
@@ -357,6 +399,10 @@ class TableWriter:
                 _planned_base(op),
                 tuple(_planned_log(name, timeline) for name in op.delta_file_paths),
             )
+            existing = self._existing_base_stat(inflight, op, task_id)
+            if existing is not None:  # written by an earlier attempt of this compaction
+                stats.append(existing)
+                continue
             merged = merge_file_slice(self.table, timeline, planned)
             stats.append(
                 self.write_base_file(
@@ -370,6 +416,31 @@ class TableWriter:
                 )
             )
         return (yield from self.commit(inflight, stats, operation_type="COMPACT", compacted=True))
+
+    def _existing_base_stat(
+        self, instant: Instant, op: CompactionOperation, task_id: int
+    ) -> WriteStat | None:
+        """The stat of a base file a failed attempt of ``instant`` already wrote (files are
+        created whole, so an existing one is complete); None if there is none."""
+        name = str(BaseFileName(op.file_id, self._token(task_id), instant.requested_time))
+        path = join(op.partition_path, name)
+        if not self.storage.exists(path):
+            return None
+        data = self.storage.read(path)
+        rows = pq.read_metadata(io.BytesIO(data)).num_rows
+        return WriteStat(
+            file_id=op.file_id,
+            path=path,
+            partition_path=op.partition_path,
+            prev_commit=op.base_instant_time,
+            num_writes=rows,
+            num_update_writes=rows,
+            total_write_bytes=len(data),
+            file_size_in_bytes=len(data),
+        )
+
+    def _token(self, task_id: int) -> WriteToken:
+        return WriteToken(task_id, self.stage_id, task_id)
 
     # --- helpers --------------------------------------------------------------------------------
 
@@ -432,7 +503,8 @@ class TableWriter:
         marker = join(
             MARKERS_FOLDER, instant.requested_time, partition, f"{name}.marker.{marker_type}"
         )
-        self.storage.create_if_absent(marker, b"")
+        with contextlib.suppress(FileAlreadyExistsError):  # a retried write re-creates its marker
+            self.storage.create_if_absent(marker, b"")
         self.storage.create_if_absent(join(partition, name), data)
 
     def _ensure_partition_metadata(self, partition: str, instant_time: str) -> None:
@@ -461,8 +533,6 @@ class TableWriter:
             stack.extend(join(folder, d) for d in self.storage.list_subdirs(folder))
 
 
-def _token(task_id: int) -> WriteToken:
-    return WriteToken(task_id, 1, task_id)
 
 
 def _planned_base(op: CompactionOperation) -> BaseFile | None:

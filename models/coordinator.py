@@ -1,0 +1,366 @@
+"""The Hudi write coordinator (``StreamWriteOperatorCoordinator``) as a pure state machine.
+
+It runs on Flink's job manager, one per job, single-threaded (Hudi's ``NonThrownExecutor``): the
+simulator hands it one message at a time. Three modes (PROTOCOL.md section 6):
+
+``async`` (Hudi 1.1)
+    A buffer per checkpoint id: ``checkpoint_id -> (instant, slot per task)``. An instant request
+    for id ``k`` returns the instant of buffer ``k``, creating it (TrueTime, ``requested`` and
+    ``inflight`` files) if needed. ``notify_checkpoint_complete(n)`` commits, serially and in
+    checkpoint order, **every** buffer with id ``< n`` and drops them (Flink's subsume contract: a
+    lost notification for ``n - 1`` is covered by ``n``). Writers never wait for a commit.
+``blocking`` (before 1.1)
+    One instant at a time. A task that flushed its last batch for the current instant gets no
+    instant (``None``: it must wait) until the notification commits it and the coordinator starts
+    the next one. Correct, but writers stall between their checkpoint flush and the commit.
+``minibatch`` (seed 004, step 3)
+    One instant at a time that tasks keep writing into across checkpoints; each notification
+    commits whatever has arrived so far and a new instant starts on the next request. After a
+    failover the source replays data that an earlier commit already contained: at-least-once.
+
+State and failover (the order matters): the coordinator snapshots first for checkpoint ``i``
+(:meth:`snapshot_state` keeps the buffers with id ``< i`` in which every task's last batch
+arrived: a buffer still being filled is covered by the tasks' own state instead); on restore it
+re-commits every restored instant not yet completed, then collects one :class:`BootstrapEvent`
+per task and, once all arrived, commits the re-sent events of instants still pending whose data
+the restored checkpoint covered (minibatch: the restored open instant is committed then, together
+with the events the tasks re-send for it).
+
+Functions that wait (time generation, commits under the table lock) return
+:data:`models.ports.Steps`. Storage errors during a commit are retried (Hudi retries commits);
+protocol errors raise :class:`CoordinatorError`, which fails the job (a Flink failover).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from models.commit_metadata import WriteStat
+from models.instant import Instant, State
+from models.ports import Steps
+from models.write_events import BootstrapEvent, WriteMetadataEvent
+from models.writer import TableWriter
+
+COORDINATOR_MODES = ("async", "blocking", "minibatch")
+COMMIT_RETRIES = 3
+
+
+class CoordinatorError(RuntimeError):
+    """A protocol violation the coordinator cannot recover from: the job fails over."""
+
+
+@dataclass(frozen=True)
+class EventBuffer:
+    """The write metadata of one instant, one slot per task (None: nothing received yet)."""
+
+    checkpoint_id: int
+    instant: str
+    events: tuple[WriteMetadataEvent | None, ...]
+
+    @property
+    def complete(self) -> bool:
+        """Every task sent its last batch (Hudi's ``allEventsReceived``); eager-flush events alone
+        fill a slot but do not complete it."""
+        return all(e is not None and e.last_batch for e in self.events)
+
+    @property
+    def write_stats(self) -> tuple[WriteStat, ...]:
+        return tuple(s for e in self.events if e is not None for s in e.write_stats)
+
+    @property
+    def records(self) -> int:
+        return sum(e.records for e in self.events if e is not None)
+
+    def with_event(self, event: WriteMetadataEvent) -> EventBuffer:
+        """Put ``event`` in its task's slot, merging with an earlier event of the same task."""
+        slots = list(self.events)
+        prior = slots[event.task_id]
+        if event.instant is None:  # the task had nothing: an empty event for this instant
+            event = replace(event, instant=self.instant)
+        slots[event.task_id] = event if prior is None else prior.merge(event)
+        return replace(self, events=tuple(slots))
+
+
+@dataclass(frozen=True)
+class CoordinatorState:
+    """What Flink stores for the coordinator at checkpoint ``checkpoint_id``."""
+
+    checkpoint_id: int
+    buffers: tuple[EventBuffer, ...] = ()
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """One committed instant, for the history."""
+
+    instant: Instant
+    checkpoint_id: int
+    records: int
+    files: tuple[str, ...]
+    recommit: bool = False
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "instant": self.instant.requested_time,
+            "completion": self.instant.completion_time,
+            "checkpoint": self.checkpoint_id,
+            "records": self.records,
+            "files": list(self.files),
+            "recommit": self.recommit,
+        }
+
+
+class WriteCoordinator:
+    """One job's write coordinator over a :class:`TableWriter` (its own time generator)."""
+
+    def __init__(
+        self,
+        writer: TableWriter,
+        *,
+        parallelism: int,
+        mode: str = "async",
+        operation_type: str = "UPSERT",
+        allow_empty_commit: bool = True,
+        precommit: Callable[[Instant, tuple[WriteStat, ...]], None] | None = None,
+    ) -> None:
+        """``precommit(instant, stats)`` runs under the table lock right before the completed
+        file is created (OCC conflict checks); raising aborts the commit."""
+        if mode not in COORDINATOR_MODES:
+            raise ValueError(f"mode must be one of {COORDINATOR_MODES}, not {mode!r}")
+        if parallelism < 1:
+            raise ValueError("parallelism must be >= 1")
+        self.writer = writer
+        self.parallelism = parallelism
+        self.mode = mode
+        self.operation_type = operation_type
+        self.allow_empty_commit = allow_empty_commit
+        self.precommit = precommit
+        self.buffers: dict[int, EventBuffer] = {}
+        self._closed: set[int] = set()  # blocking: tasks done with the current instant
+        self._restored_checkpoint: int | None = None
+        self._bootstraps: dict[int, BootstrapEvent] = {}
+        self._restored_open: dict[str, EventBuffer] = {}  # minibatch: committed after bootstrap
+        self._completed: set[str] = set()  # instants this coordinator committed
+
+    # --- queries -----------------------------------------------------------------------------------
+
+    @property
+    def pending_instants(self) -> list[str]:
+        """Instants with a buffer (created, not yet committed), in checkpoint order."""
+        return [self.buffers[k].instant for k in sorted(self.buffers)]
+
+    @property
+    def bootstrapping(self) -> bool:
+        """True after a restore until every task's bootstrap event arrived."""
+        return self._restored_checkpoint is not None
+
+    def _current(self) -> EventBuffer | None:
+        return self.buffers[max(self.buffers)] if self.buffers else None
+
+    # --- instants ----------------------------------------------------------------------------------
+
+    def request_instant(self, task_id: int, checkpoint_id: int) -> Steps[str | None]:
+        """The instant ``task_id`` must write its next flush into; None means wait (blocking)."""
+        self._check_task(task_id)
+        if self.mode == "async":
+            buffer = self.buffers.get(checkpoint_id)
+            if buffer is None:
+                buffer = yield from self._start_instant(checkpoint_id)
+            return buffer.instant
+        current = self._current()
+        if self.mode == "blocking" and current is not None and task_id in self._closed:
+            return None
+        if current is None:
+            current = yield from self._start_instant(checkpoint_id)
+        return current.instant
+
+    def _start_instant(self, checkpoint_id: int) -> Steps[EventBuffer]:
+        instant = yield from self.writer.start_commit()
+        buffer = EventBuffer(checkpoint_id, instant.requested_time, (None,) * self.parallelism)
+        self.buffers[checkpoint_id] = buffer
+        return buffer
+
+    # --- events ------------------------------------------------------------------------------------
+
+    def handle_event(self, event: WriteMetadataEvent) -> None:
+        """Record a task's write metadata in the buffer of its instant."""
+        self._check_task(event.task_id)
+        key = self._buffer_key(event)
+        if key is None:
+            return
+        self.buffers[key] = self.buffers[key].with_event(event)
+        if self.mode == "blocking" and event.last_batch:
+            self._closed.add(event.task_id)
+
+    def _buffer_key(self, event: WriteMetadataEvent) -> int | None:
+        if event.instant is None:
+            if self.mode == "async":
+                return event.checkpoint_id if event.checkpoint_id in self.buffers else None
+            current = self._current()
+            if current is None:
+                if self.mode == "blocking" and event.last_batch:
+                    self._closed.add(event.task_id)
+                return None
+            return current.checkpoint_id
+        for key in sorted(self.buffers):
+            if self.buffers[key].instant == event.instant:
+                return key
+        if event.instant in self._completed or self._is_completed(event.instant):
+            if event.is_empty:
+                return None
+            raise CoordinatorError(
+                f"write metadata from task {event.task_id} for instant {event.instant}, which is "
+                "already committed: its files would never be committed"
+            )
+        raise CoordinatorError(
+            f"unexpected event from task {event.task_id} for instant {event.instant}: "
+            f"the coordinator has {self.pending_instants or 'no pending instants'}"
+        )
+
+    # --- checkpoints -------------------------------------------------------------------------------
+
+    def snapshot_state(self, checkpoint_id: int) -> CoordinatorState:
+        """``checkpointCoordinator(i)``: persist the fully received buffers with id < i
+        (minibatch: the current buffer as received so far)."""
+        if self.mode == "minibatch":
+            kept = tuple(self.buffers[k] for k in sorted(self.buffers))
+        else:
+            kept = tuple(
+                self.buffers[k]
+                for k in sorted(self.buffers)
+                if k < checkpoint_id and self.buffers[k].complete
+            )
+        return CoordinatorState(checkpoint_id, kept)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> Steps[list[CommitResult]]:
+        """Commit what checkpoint ``checkpoint_id`` covers, serially in checkpoint order."""
+        results: list[CommitResult] = []
+        if self.mode == "async":
+            for key in sorted(self.buffers):
+                if key < checkpoint_id:
+                    result = yield from self._commit(self.buffers.pop(key))
+                    if result is not None:
+                        results.append(result)
+            return results
+        current = self._current()
+        if current is None:
+            return results
+        if self.mode == "blocking":
+            if len(self._closed) < self.parallelism:
+                return results  # some task has not flushed its last batch: not covered yet
+            self.buffers.clear()
+            self._closed.clear()
+            result = yield from self._commit(current)
+            if result is not None:
+                results.append(result)
+            yield from self._start_instant(checkpoint_id)  # the next instant, only now
+            return results
+        # minibatch: commit everything received so far; the next request starts a new instant
+        self.buffers.clear()
+        result = yield from self._commit(current)
+        if result is not None:
+            results.append(result)
+        return results
+
+    # --- failover ----------------------------------------------------------------------------------
+
+    def restore(self, state: CoordinatorState | None) -> Steps[list[CommitResult]]:
+        """``resetToCheckpoint``: reload the buffers and re-commit every restored instant that is
+        not completed; then wait for the tasks' bootstrap events. (Minibatch: the restored
+        instant was still open, the tasks' state holds its later events; it is committed with
+        them in :meth:`handle_bootstrap`.)"""
+        self.buffers.clear()
+        self._closed.clear()
+        self._bootstraps.clear()
+        self._restored_open.clear()
+        self._restored_checkpoint = -1 if state is None else state.checkpoint_id
+        results: list[CommitResult] = []
+        if state is None:
+            return results
+        for buffer in state.buffers:
+            if self._is_completed(buffer.instant):
+                continue
+            if self.mode == "minibatch":  # still open: the tasks re-send its later events
+                self._restored_open[buffer.instant] = buffer
+                continue
+            result = yield from self._commit(buffer, recommit=True)
+            if result is not None:
+                results.append(result)
+        return results
+
+    def handle_bootstrap(self, event: BootstrapEvent) -> Steps[list[CommitResult]]:
+        """Collect one bootstrap event per task; when all are in, re-commit the re-sent events of
+        instants still pending (the restored checkpoint covered them)."""
+        self._check_task(event.task_id)
+        if self._restored_checkpoint is None:
+            raise CoordinatorError(f"bootstrap event from task {event.task_id} outside a restart")
+        self._bootstraps[event.task_id] = event
+        if len(self._bootstraps) < self.parallelism:
+            return []
+        by_instant: dict[str, EventBuffer] = dict(self._restored_open)
+        for task_id in sorted(self._bootstraps):
+            for resent in self._bootstraps[task_id].events:
+                if resent.instant is None or self._is_completed(resent.instant):
+                    continue
+                buffer = by_instant.get(resent.instant) or EventBuffer(
+                    resent.checkpoint_id, resent.instant, (None,) * self.parallelism
+                )
+                prior = buffer.events[resent.task_id]
+                if prior is not None:  # restored too: keep only the files it lacks
+                    known = {s.path for s in prior.write_stats}
+                    new = tuple(s for s in resent.write_stats if s.path not in known)
+                    resent = replace(resent, write_stats=new, records=resent.records if new else 0)
+                by_instant[resent.instant] = buffer.with_event(resent)
+        self._bootstraps.clear()
+        self._restored_open.clear()
+        self._restored_checkpoint = None
+        results: list[CommitResult] = []
+        for buffer in sorted(by_instant.values(), key=lambda b: (b.checkpoint_id, b.instant)):
+            result = yield from self._commit(buffer, recommit=True)
+            if result is not None:
+                results.append(result)
+        return results
+
+    # --- commits -----------------------------------------------------------------------------------
+
+    def _commit(self, buffer: EventBuffer, *, recommit: bool = False) -> Steps[CommitResult | None]:
+        stats = buffer.write_stats
+        if not stats and not self.allow_empty_commit:
+            return None
+        inflight = Instant(buffer.instant, State.INFLIGHT, self.writer.default_action)
+        precommit = None
+        if self.precommit is not None:
+            hook = self.precommit
+
+            def precommit() -> None:
+                hook(inflight, stats)
+
+        for attempt in range(COMMIT_RETRIES):
+            try:
+                done = yield from self.writer.commit(
+                    inflight, stats, self.operation_type, precommit=precommit
+                )
+                break
+            except OSError:
+                if attempt == COMMIT_RETRIES - 1:
+                    raise CoordinatorError(
+                        f"commit of {buffer.instant} failed {COMMIT_RETRIES} times"
+                    ) from None
+        self._completed.add(buffer.instant)
+        return CommitResult(
+            done,
+            buffer.checkpoint_id,
+            buffer.records,
+            tuple(s.path for s in stats),
+            recommit,
+        )
+
+    def _is_completed(self, instant_time: str) -> bool:
+        if instant_time in self._completed:
+            return True
+        return self.writer.timeline.load().is_completed(instant_time)
+
+    def _check_task(self, task_id: int) -> None:
+        if not 0 <= task_id < self.parallelism:
+            raise CoordinatorError(f"task id {task_id} outside parallelism {self.parallelism}")

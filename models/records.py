@@ -1,0 +1,151 @@
+"""The records a simulated source emits: a pure function of (seed, job, offset).
+
+Why a function and not a log of records: the ground-truth ledger then only needs to say which
+offset ranges each job's source emitted and which offset each checkpoint covered; any checker can
+regenerate the exact rows (and the model of the table they imply) without a multi-gigabyte record
+log, and a replay after failover re-reads byte-identical records, as a Kafka source would.
+
+Everything is computed column-wise with numpy (a splitmix64 hash per offset), never one Python
+object per record.
+
+Columns (the table's data columns; Hudi adds its meta columns in front):
+
+``key``        record key. ``upsert``: ``k<id>`` with ``id`` drawn over ``key_space`` keys, so keys
+               repeat and later versions overwrite earlier ones. ``insert``: unique per job and
+               offset (``j<job>-<offset>``), so a record written twice shows up twice.
+``part``       partition value ``p<i>``; a key always lives in one partition (partition path
+               ``part=p<i>``, Hive style).
+``ts``         the ordering (precombine) value: the record's event time in ms since the scenario
+               start, late by up to ``lateness_ms``, scaled and salted with the offset and job so
+               that no two versions of a key tie (ties would make the winner depend on commit order,
+               which the ledger alone cannot know).
+``offset``     the source offset (Kafka-like, per job), which identifies a record across rewrites.
+``job``        index of the job that emitted it.
+``value``      a payload derived from the offset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+OPERATIONS = ("upsert", "insert")
+PARTITION_FIELD = "part"
+RECORD_KEY_FIELD = "key"
+ORDERING_FIELD = "ts"
+_TS_SCALE = 1_000_000  # ts = event_ms * scale + (offset % 10_000) * 100 + job
+_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+SCHEMA = pa.schema(
+    [
+        pa.field(RECORD_KEY_FIELD, pa.string(), nullable=False),
+        pa.field(PARTITION_FIELD, pa.string(), nullable=False),
+        pa.field(ORDERING_FIELD, pa.int64(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("job", pa.int32(), nullable=False),
+        pa.field("value", pa.int64(), nullable=False),
+    ]
+)
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """Vectorized splitmix64 finalizer: a fast, well-mixed, platform-independent 64-bit hash."""
+    with np.errstate(over="ignore"):
+        z = (x.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)) & _MASK64
+        z = ((z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)) & _MASK64
+        z = ((z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)) & _MASK64
+        return z ^ (z >> np.uint64(31))
+
+
+def partition_path(part: str) -> str:
+    """Hive-style partition path of a partition value."""
+    return f"{PARTITION_FIELD}={part}"
+
+
+@dataclass(frozen=True)
+class RecordSource:
+    """One job's source: which record sits at each offset and when it becomes available."""
+
+    seed: int
+    job_index: int
+    key_space: int
+    partitions: int
+    records_per_s: float
+    operation: str = "upsert"
+    lateness_ms: int = 0
+
+    def __post_init__(self) -> None:
+        if self.operation not in OPERATIONS:
+            raise ValueError(f"operation must be one of {OPERATIONS}, not {self.operation!r}")
+        if self.key_space < 1 or self.partitions < 1 or self.records_per_s <= 0:
+            raise ValueError("key_space, partitions and records_per_s must be positive")
+        if not 0 <= self.job_index < 100:
+            raise ValueError("job_index must be in [0, 100)")
+
+    def available(self, elapsed_ms: int) -> int:
+        """How many records the upstream (a Kafka topic) holds ``elapsed_ms`` after the start."""
+        return int(elapsed_ms * self.records_per_s // 1000)
+
+    def arrival_ms(self, offsets: np.ndarray) -> np.ndarray:
+        """When each offset became available upstream, in ms since the start."""
+        return (np.asarray(offsets, np.int64) * 1000 // self.records_per_s).astype(np.int64)
+
+    def _hash(self, offsets: np.ndarray, stream: int) -> np.ndarray:
+        salt = splitmix64(np.array([self.seed * 1_000_003 + self.job_index * 101 + stream]))[0]
+        return splitmix64(offsets.astype(np.uint64) ^ salt)
+
+    def batch(self, start: int, stop: int) -> pa.Table:
+        """The records at offsets ``[start, stop)`` as one Arrow table (schema :data:`SCHEMA`)."""
+        if not 0 <= start <= stop:
+            raise ValueError(f"bad offset range [{start}, {stop})")
+        if start == stop:
+            return SCHEMA.empty_table()
+        offsets = np.arange(start, stop, dtype=np.int64)
+        if self.operation == "upsert":
+            key_ids = (self._hash(offsets, 1) % np.uint64(self.key_space)).astype(np.int64)
+            keys = pc.binary_join_element_wise(
+                "k", pa.array(np.char.zfill(key_ids.astype(str), 8)), ""
+            )
+            part_ids = key_ids % self.partitions
+        else:
+            keys = pc.binary_join_element_wise(
+                f"j{self.job_index}-", pa.array(np.char.zfill(offsets.astype(str), 12)), ""
+            )
+            part_ids = (self._hash(offsets, 1) % np.uint64(self.partitions)).astype(np.int64)
+        parts = pc.binary_join_element_wise("p", pa.array(part_ids.astype(str)), "")
+        late = (
+            (self._hash(offsets, 2) % np.uint64(self.lateness_ms + 1)).astype(np.int64)
+            if self.lateness_ms
+            else np.zeros(len(offsets), np.int64)
+        )
+        event_ms = np.maximum(self.arrival_ms(offsets) - late, 0)
+        ts = event_ms * _TS_SCALE + (offsets % 10_000) * 100 + self.job_index
+        value = (self._hash(offsets, 3) >> np.uint64(1)).astype(np.int64)
+        return pa.Table.from_arrays(
+            [
+                keys.cast(pa.string()),
+                parts.cast(pa.string()),
+                pa.array(ts, pa.int64()),
+                pa.array(offsets, pa.int64()),
+                pa.array(np.full(len(offsets), self.job_index, np.int32), pa.int32()),
+                pa.array(value, pa.int64()),
+            ],
+            schema=SCHEMA,
+        )
+
+
+def bucket_ids(keys: pa.ChunkedArray | pa.Array, buckets: int) -> np.ndarray:
+    """Hudi's simple bucket index: a fixed hash of the record key modulo the bucket count.
+
+    Hudi hashes the key with Java's ``String.hashCode``; any fixed hash works as long as every job
+    and every restart agrees, which is the property NBCC relies on (a key always maps to one file
+    group). Upsert keys are ``k<id>``, so the hash is taken of the numeric id, column-wise.
+    """
+    if len(keys) == 0:
+        return np.zeros(0, np.int64)
+    ids = pc.cast(pc.utf8_slice_codeunits(keys, 1), pa.int64()).to_numpy(zero_copy_only=False)
+    salted = splitmix64(ids.astype(np.uint64) ^ np.uint64(0x5BD1E995))
+    return (salted % np.uint64(buckets)).astype(np.int64)

@@ -1,0 +1,264 @@
+"""A Flink write task (Hudi's ``StreamWriteFunction``) as a pure state machine, plus its file I/O.
+
+The task buffers records (Arrow batches, never per-record objects), flushes when a checkpoint
+starts or when the buffer is full (eager flush), and before each flush asks the coordinator for
+an instant, sending the **last checkpoint id it has snapshotted** (-1 before the first; the
+restored id after a restore). PROTOCOL.md section 6: data flushed while snapshotting checkpoint
+``n`` carries ``n - 1`` and is committed by the notification for ``n``; an eager flush between
+``n`` and ``n + 1`` carries ``n`` as well.
+
+State (what Flink persists for the task at checkpoint ``i``): the write-metadata events the task
+sent for the data that checkpoint ``i`` covers, i.e. every event carrying ``i - 1``. The order is
+Hudi's: flush and send, then replace the state with those events. After a failover the task
+re-sends them in a :class:`~models.write_events.BootstrapEvent`, so a commit lost with the failure
+is redone by the coordinator (the fix for HUDI-9570). The variant ``task_state = "none"`` drops
+them, which reproduces that data loss.
+
+:func:`write_records` is the I/O half of a flush: it turns one precombined batch into Hudi data
+files through :class:`models.writer.TableWriter`, in the file layout of Flink's bucket index
+(upsert: one file group per (partition, bucket), logs on MERGE_ON_READ, merged base files on
+COPY_ON_WRITE) or of append mode (insert: a new base file per partition and flush).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from models.commit_metadata import WriteStat
+from models.instant import Instant
+from models.properties import COMMIT_TIME_ORDERING
+from models.records import ORDERING_FIELD, PARTITION_FIELD, RECORD_KEY_FIELD, bucket_ids
+from models.records import partition_path as partition_path_of
+from models.write_events import BootstrapEvent, WriteMetadataEvent
+from models.writer import TableWriter
+
+TASK_STATE_VARIANTS = ("events", "none")
+
+
+@dataclass(frozen=True)
+class TaskState:
+    """What Flink stores for one write task at a checkpoint."""
+
+    task_id: int
+    checkpoint_id: int
+    events: tuple[WriteMetadataEvent, ...] = ()
+
+
+@dataclass
+class WriteTask:
+    """One write task's buffer and protocol state (no I/O, no time)."""
+
+    task_id: int
+    buffer_records: int
+    operation: str = "upsert"
+    merge_mode: str = "EVENT_TIME_ORDERING"
+    task_state: str = "events"
+    last_checkpoint_id: int = -1
+    _buffer: list[pa.Table] = field(default_factory=list)
+    _buffered_rows: int = 0
+    _interval_events: list[WriteMetadataEvent] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.task_state not in TASK_STATE_VARIANTS:
+            raise ValueError(f"task_state must be one of {TASK_STATE_VARIANTS}")
+
+    @property
+    def buffered_rows(self) -> int:
+        return self._buffered_rows
+
+    def add(self, batch: pa.Table) -> bool:
+        """Buffer ``batch``; True when the buffer is full and the task should flush eagerly."""
+        if batch.num_rows:
+            self._buffer.append(batch)
+            self._buffered_rows += batch.num_rows
+        return self._buffered_rows >= self.buffer_records
+
+    def take_buffer(self) -> pa.Table | None:
+        """Empty the buffer and return its records, pre-combined (one version per key for upsert:
+        the greatest ordering value, or the last one under commit-time ordering)."""
+        if not self._buffer:
+            return None
+        rows = pa.concat_tables(self._buffer)
+        self._buffer, self._buffered_rows = [], 0
+        if self.operation == "upsert":
+            rows = precombine(rows, self.merge_mode)
+        return rows
+
+    def event_sent(self, event: WriteMetadataEvent) -> None:
+        """Remember an event for the state of the next checkpoint."""
+        self._interval_events.append(event)
+
+    def snapshot_state(self, checkpoint_id: int) -> TaskState:
+        """``snapshotState(checkpoint_id)`` after the last-batch flush was sent: the state holds
+        this interval's events (merged per instant); later flushes carry ``checkpoint_id``."""
+        merged: dict[str | None, WriteMetadataEvent] = {}
+        for event in self._interval_events:
+            prior = merged.get(event.instant)
+            merged[event.instant] = event if prior is None else prior.merge(event)
+        events = tuple(e for e in merged.values() if e.instant is not None)
+        self._interval_events = []
+        self.last_checkpoint_id = checkpoint_id
+        if self.task_state == "none":
+            events = ()
+        return TaskState(self.task_id, checkpoint_id, events)
+
+    def restore(self, state: TaskState | None) -> BootstrapEvent:
+        """Restart from ``state`` (None: no completed checkpoint) and return the bootstrap event
+        to send; the buffer is empty, the source replays from the checkpoint's offset."""
+        self._buffer, self._buffered_rows, self._interval_events = [], 0, []
+        if state is None:
+            self.last_checkpoint_id = -1
+            return BootstrapEvent(self.task_id, -1, ())
+        self.last_checkpoint_id = state.checkpoint_id
+        return BootstrapEvent(self.task_id, state.checkpoint_id, state.events)
+
+
+def precombine(rows: pa.Table, merge_mode: str) -> pa.Table:
+    """Keep one version per record key: the greatest ordering value (event-time ordering) or the
+    latest in the batch (commit-time ordering). Column-wise: a sort plus a neighbour compare."""
+    if rows.num_rows < 2:
+        return rows
+    position = pa.array(np.arange(rows.num_rows, dtype=np.int64))
+    indexed = rows.append_column("__pos", position)
+    ordering = (
+        [("__pos", "descending")]
+        if merge_mode == COMMIT_TIME_ORDERING
+        else [(ORDERING_FIELD, "descending"), ("__pos", "descending")]
+    )
+    order = pc.sort_indices(indexed, [(RECORD_KEY_FIELD, "ascending"), *ordering])
+    sorted_rows = indexed.take(order)
+    keys = sorted_rows.column(RECORD_KEY_FIELD).to_numpy(zero_copy_only=False)
+    first = np.ones(len(keys), bool)
+    first[1:] = keys[1:] != keys[:-1]
+    kept = sorted_rows.filter(pa.array(first))
+    kept = kept.take(pc.sort_indices(kept, [("__pos", "ascending")]))
+    return kept.drop_columns(["__pos"])
+
+
+@dataclass(frozen=True)
+class FileLayout:
+    """How a job maps records to file groups (Flink's bucket index / append mode)."""
+
+    job_index: int
+    operation: str
+    is_mor: bool
+    buckets_per_partition: int
+    file_slicing: str = "completion_time"
+
+
+def bucket_file_id(partition_index: int, bucket: int) -> str:
+    """The file id of a bucket: ``<bucket:08d>-<uuid-like>-0``, fixed for every job and restart,
+    as Hudi's bucket index derives it (NBCC relies on all jobs agreeing)."""
+    return f"{bucket:08d}-0000-4000-8000-{partition_index:012d}-0"
+
+
+def insert_file_id(
+    job_index: int, task_id: int, instant: str, partition_index: int, flush: int = 0
+) -> str:
+    """A fresh file group for an append-mode flush; unique because instant times are (and
+    ``flush`` counts a task's flushes into one instant and partition)."""
+    return f"{job_index:04d}{task_id:04d}-{instant[:8]}-{instant[8:]}-{partition_index:06d}-{flush}"
+
+
+def route(rows: pa.Table, buckets_per_partition: int, parallelism: int) -> list[pa.Table]:
+    """Split a source batch over the write tasks (Flink's shuffle in front of the writers).
+
+    Upsert records go by bucket, ``(partition_index * buckets + bucket) % parallelism`` like
+    Hudi's ``BucketIndexPartitioner``, so one task owns each file group. Insert records
+    (keys ``j..``) are spread by offset (a rebalance)."""
+    if rows.num_rows == 0:
+        return [rows.slice(0, 0) for _ in range(parallelism)]
+    if rows.column(RECORD_KEY_FIELD)[0].as_py().startswith("k"):
+        parts = _partition_indexes(rows)
+        owner = (
+            parts * buckets_per_partition
+            + bucket_ids(rows.column(RECORD_KEY_FIELD), buckets_per_partition)
+        ) % parallelism
+    else:
+        owner = rows.column("offset").to_numpy() % parallelism
+    return [rows.filter(pa.array(owner == task)) for task in range(parallelism)]
+
+
+def _partition_indexes(rows: pa.Table) -> np.ndarray:
+    return pc.cast(pc.utf8_slice_codeunits(rows.column(PARTITION_FIELD), 1), pa.int64()).to_numpy(
+        zero_copy_only=False
+    )
+
+
+def write_records(
+    writer: TableWriter,
+    instant: Instant,
+    rows: pa.Table,
+    *,
+    task_id: int,
+    layout: FileLayout,
+    log_versions: dict[tuple[str, str, str], int],
+    base_instants: dict[tuple[str, str], str] | None = None,
+) -> list[WriteStat]:
+    """Write one flush of ``rows`` (pre-combined) for ``instant``; return its write statuses.
+
+    ``log_versions`` is the task's memory of log versions it wrote per (partition, file id,
+    instant): a second flush into the same file group and instant writes the next version instead
+    of listing the partition (append mode: a new file group, counted the same way). ``base_instants`` (variant ``base_instant`` only) maps file groups to
+    the base instant of their latest slice as the task saw it when the write started.
+    """
+    stats: list[WriteStat] = []
+    parts = _partition_indexes(rows)
+    if layout.operation == "insert":
+        for p in sorted(set(parts.tolist())):
+            chunk = rows.filter(pa.array(parts == p))
+            first = insert_file_id(layout.job_index, task_id, instant.requested_time, p)
+            key = (partition_path_of(f"p{p}"), first, instant.requested_time)
+            flush = log_versions.get(key, 0)  # an eager flush before into this instant
+            log_versions[key] = flush + 1
+            file_id = insert_file_id(layout.job_index, task_id, instant.requested_time, p, flush)
+            stats.append(
+                writer.write_base_file(
+                    instant, partition_path_of(f"p{p}"), file_id, chunk, task_id=task_id
+                )
+            )
+        return stats
+    buckets = bucket_ids(rows.column(RECORD_KEY_FIELD), layout.buckets_per_partition)
+    groups = parts * layout.buckets_per_partition + buckets
+    for group in sorted(set(groups.tolist())):
+        p, bucket = divmod(group, layout.buckets_per_partition)
+        chunk = rows.filter(pa.array(groups == group))
+        partition = partition_path_of(f"p{p}")
+        file_id = bucket_file_id(p, bucket)
+        if not layout.is_mor:
+            stats.append(
+                writer.upsert_base_file(instant, partition, file_id, chunk, task_id=task_id)
+            )
+            continue
+        name_instant = None
+        if layout.file_slicing == "base_instant" and base_instants is not None:
+            name_instant = base_instants.get((partition, file_id))
+        version = None  # legacy names repeat across instants: list the partition instead
+        if name_instant is None:
+            key = (partition, file_id, instant.requested_time)
+            version = log_versions.get(key, 0) + 1
+            log_versions[key] = version
+        stats.append(
+            writer.append_log_file(
+                instant,
+                partition,
+                file_id,
+                chunk,
+                task_id=task_id,
+                version=version,
+                name_instant=name_instant,
+            )
+        )
+    return stats
+
+
+def partitions_of(rows: pa.Table) -> Sequence[str]:
+    """The partition paths present in ``rows`` (sorted)."""
+    return sorted(
+        {partition_path_of(p) for p in pc.unique(rows.column(PARTITION_FIELD)).to_pylist()}
+    )
