@@ -106,14 +106,10 @@ class RecordSource:
         offsets = np.arange(start, stop, dtype=np.int64)
         if self.operation == "upsert":
             key_ids = (self._hash(offsets, 1) % np.uint64(self.key_space)).astype(np.int64)
-            keys = pc.binary_join_element_wise(
-                "k", pa.array(np.char.zfill(key_ids.astype(str), 8)), ""
-            )
+            keys = pc.binary_join_element_wise("k", _zero_padded(key_ids, 8), "")
             part_ids = key_ids % self.partitions
         else:
-            keys = pc.binary_join_element_wise(
-                f"j{self.job_index}-", pa.array(np.char.zfill(offsets.astype(str), 12)), ""
-            )
+            keys = pc.binary_join_element_wise(f"j{self.job_index}-", _zero_padded(offsets, 12), "")
             part_ids = (self._hash(offsets, 1) % np.uint64(self.partitions)).astype(np.int64)
         parts = pc.binary_join_element_wise("p", pa.array(part_ids.astype(str)), "")
         late = (
@@ -135,6 +131,11 @@ class RecordSource:
             ],
             schema=SCHEMA,
         )
+
+
+def _zero_padded(values: np.ndarray, width: int) -> pa.Array:
+    """Non-negative integers as zero-padded decimal strings, column-wise."""
+    return pc.utf8_lpad(pc.cast(pa.array(values, pa.int64()), pa.string()), width, "0")
 
 
 def bucket_ids(keys: pa.ChunkedArray | pa.Array, buckets: int) -> np.ndarray:

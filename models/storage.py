@@ -85,21 +85,30 @@ class InMemoryStorage:
     """A dict of path -> bytes with a logical modification clock; fast and deterministic.
 
     ``modified_ms`` comes from :attr:`now_ms`, which the owner (the simulator, or a test) sets; the
-    storage never reads a real clock.
+    storage never reads a real clock. Files are also indexed by folder, so listing a folder costs
+    what is in it, not what is in the whole table (a simulated table holds tens of thousands of
+    files and the protocol lists the timeline on every commit).
     """
 
     def __init__(self) -> None:
         self._files: dict[str, tuple[bytes, int]] = {}
+        self._folders: dict[str, set[str]] = {}  # folder -> names of files directly inside
         self.now_ms = 0
+
+    def _index(self, path: str) -> None:
+        folder, _, name = path.rpartition("/")
+        self._folders.setdefault(folder, set()).add(name)
 
     def create_if_absent(self, path: str, data: bytes) -> None:
         _check_relative(path)
         if path in self._files:
             raise FileAlreadyExistsError(path)
         self._files[path] = (bytes(data), self.now_ms)
+        self._index(path)
 
     def write(self, path: str, data: bytes) -> None:
         self._files[_check_relative(path)] = (bytes(data), self.now_ms)
+        self._index(path)
 
     def read(self, path: str) -> bytes:
         try:
@@ -111,25 +120,31 @@ class InMemoryStorage:
         return _check_relative(path) in self._files
 
     def delete(self, path: str) -> None:
-        self._files.pop(_check_relative(path), None)
+        if self._files.pop(_check_relative(path), None) is not None:
+            folder, _, name = path.rpartition("/")
+            names = self._folders[folder]
+            names.discard(name)
+            if not names:
+                del self._folders[folder]
 
     def list_dir(self, path: str) -> list[FileStatus]:
         _check_folder(path)
-        prefix = path.rstrip("/") + "/" if path.strip("/") else ""
+        folder = path.strip("/")
         out = []
-        for name in sorted(self._files):
-            if name.startswith(prefix) and "/" not in name[len(prefix) :]:
-                data, mtime = self._files[name]
-                out.append(FileStatus(name, len(data), mtime))
+        for name in sorted(self._folders.get(folder, ())):
+            full = f"{folder}/{name}" if folder else name
+            data, mtime = self._files[full]
+            out.append(FileStatus(full, len(data), mtime))
         return out
 
     def list_subdirs(self, path: str) -> list[str]:
         _check_folder(path)
-        prefix = path.rstrip("/") + "/" if path.strip("/") else ""
+        folder = path.strip("/")
+        prefix = folder + "/" if folder else ""
         subdirs = {
             rest.split("/", 1)[0]
-            for name in self._files
-            if name.startswith(prefix) and "/" in (rest := name[len(prefix) :])
+            for known in self._folders
+            if (rest := known[len(prefix) :] if known.startswith(prefix) else "") and known
         }
         return sorted(subdirs)
 

@@ -181,7 +181,11 @@ def route(rows: pa.Table, buckets_per_partition: int, parallelism: int) -> list[
         ) % parallelism
     else:
         owner = rows.column("offset").to_numpy() % parallelism
-    return [rows.filter(pa.array(owner == task)) for task in range(parallelism)]
+    # One stable sort and a slice per task instead of a filter per task: same rows, same order.
+    order = np.argsort(owner, kind="stable")
+    grouped = rows.take(pa.array(order))
+    bounds = np.searchsorted(owner[order], np.arange(parallelism + 1))
+    return [grouped.slice(bounds[t], bounds[t + 1] - bounds[t]) for t in range(parallelism)]
 
 
 def _partition_indexes(rows: pa.Table) -> np.ndarray:

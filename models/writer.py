@@ -533,8 +533,6 @@ class TableWriter:
             stack.extend(join(folder, d) for d in self.storage.list_subdirs(folder))
 
 
-
-
 def _planned_base(op: CompactionOperation) -> BaseFile | None:
     if not op.data_file_path:
         return None

@@ -48,7 +48,9 @@ def test_catalog_file_is_small(path: Path) -> None:
     for job in scenario.jobs:
         assert 2 <= job.writers <= 4
         assert 200 <= job.records_per_s <= 2000
-        assert 1000 <= job.key_space <= 200_000  # large enough that later updates do not mask a loss
+        assert (
+            1000 <= job.key_space <= 200_000
+        )  # large enough that later updates do not mask a loss
 
 
 def test_names_are_unique() -> None:
