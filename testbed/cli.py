@@ -207,5 +207,106 @@ def demo(out: str) -> None:
     ctx.invoke(read, path=str(target), as_of=None, out=None)
 
 
+@main.command()
+@click.argument("scenario_file", metavar="SCENARIO.toml", type=click.Path(dir_okay=False))
+@click.option(
+    "--seed", type=int, help="Seed to run with (default: the scenario's [scenario] seed)."
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    help="Run folder to write (default: runs/<scenario name>-seed<seed>; replaced if it exists).",
+)
+@click.option(
+    "--storage",
+    type=click.Choice(["memory", "local"]),
+    help="Keep the table in memory, or write it as real files under <out>/table (local).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def run(
+    scenario_file: str, seed: int | None, out: str | None, storage: str | None, quiet: bool
+) -> None:
+    """Simulate SCENARIO.toml and check the invariants on its history and table.
+
+    Writes a run folder (scenario.toml, history.jsonl, result.json and, with --storage local, the
+    Hudi table in table/) and prints a summary and the command that replays the run exactly.
+    Exit code 0 when the verdicts match the scenario's [expect] violations, 1 when they do not,
+    2 on bad input.
+    """
+    from scenarios.schema import ScenarioError, load_scenario
+    from testbed.run import default_out, run_scenario
+
+    source = Path(scenario_file)
+    if not source.is_file():
+        raise UserError(f"{scenario_file}: no such file")
+    try:
+        scenario = load_scenario(source, seed=seed, storage=storage)
+    except ScenarioError as err:
+        raise UserError(str(err)) from None
+    target = Path(out) if out else default_out(scenario)
+    progress = None if quiet else _ProgressBar(scenario.scenario.name)
+    try:
+        outcome = run_scenario(scenario, source, target, progress=progress and progress.update)
+    finally:
+        if progress is not None:
+            progress.close()
+    _print_run_summary(outcome)
+    sys.exit(0 if outcome.ok else 1)
+
+
+class _ProgressBar:
+    """A rich progress bar over simulated time (to stderr, so stdout stays parseable)."""
+
+    def __init__(self, name: str) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            TextColumn(f"simulating {name}"),
+            BarColumn(),
+            TextColumn("{task.completed:.0f}/{task.total:.0f} s simulated"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self.task = self.progress.add_task("run", total=1)
+        self.progress.start()
+
+    def update(self, now_ms: int, end_ms: int) -> None:
+        self.progress.update(self.task, completed=now_ms / 1000, total=end_ms / 1000)
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+def _print_run_summary(outcome) -> None:
+    result = outcome.result
+    verdict = "as expected" if result["ok"] else "NOT as expected"
+    click.echo(f"{result['scenario']} seed {result['seed']}: {verdict}")
+    expected = set(result["expected_violations"])
+    for name, v in result["invariants"].items():
+        state = "ok" if v["ok"] else "VIOLATED"
+        note = " (expected)" if (not v["ok"]) == (name in expected) else " (unexpected)"
+        click.echo(f"  {name}: {state}{note}")
+        for violation in v["violations"][:3]:
+            click.echo(f"    - {violation['why']}")
+    for name in result["unchecked_expectations"]:
+        click.echo(f"  {name}: expected violated, no checker yet")
+    metrics = result["metrics"]
+    for job, m in metrics["jobs"].items():
+        lat = m["commit_latency_ms"]
+        click.echo(
+            f"  {job}: {m['commits']} commits, {m['records_committed']} records committed, "
+            f"{m['failovers']} failovers, commit latency p50 {lat['p50']} ms p99 {lat['p99']} ms"
+        )
+    click.echo(
+        f"  writers blocked waiting for instants: {metrics['blocked_ms_total']} ms in total, "
+        f"{metrics['commit_wait_ms_total']} ms of it waiting for a commit"
+    )
+    click.echo(f"  digest {result['digest']}")
+    click.echo(f"run folder: {outcome.folder}")
+    click.echo(f"replay: {outcome.replay}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

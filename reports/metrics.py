@@ -1,0 +1,129 @@
+"""Run metrics computed from a history alone (so they can be recomputed for any stored run).
+
+What a design review asks first: how long did writers stall waiting for an instant (the cost
+``blocking`` instant generation pays at every checkpoint and ``async`` removes), how much did they
+write, how many commits, how long from a flush to the commit that made it visible, and how the
+committed throughput moved over time.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from models.history import Event
+
+THROUGHPUT_BUCKET_S = 10
+PERCENTILES = (50, 90, 99)
+
+
+def percentile(values: Sequence[int], p: float) -> int | None:
+    """Nearest-rank percentile (no interpolation: every reported value really occurred)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * p // 100))
+    return int(ordered[int(rank) - 1])
+
+
+def _job_of(process: str) -> str:
+    return process.split("/", 1)[0]
+
+
+def compute_metrics(events: Sequence[Event]) -> dict[str, object]:
+    writers: dict[str, dict[str, int]] = {}
+    jobs: dict[str, dict[str, object]] = {}
+    flush_times: dict[str, list[int]] = {}  # instant -> times of flushes into it
+    latencies: dict[str, list[int]] = {}
+    committed_by_bucket: dict[str, Counter[int]] = {}
+    written_by_bucket: dict[str, Counter[int]] = {}
+    faults: Counter[str] = Counter()
+    end_ms = 0
+    for e in events:
+        end_ms = max(end_ms, e.time)
+        if e.process == "nemesis":
+            faults[e.f] += 1
+            continue
+        job = _job_of(e.process)
+        if e.process.startswith(f"{job}/task-"):
+            w = writers.setdefault(
+                e.process,
+                {
+                    "blocked_ms": 0,
+                    "commit_wait_ms": 0,
+                    "max_blocked_ms": 0,
+                    "records_written": 0,
+                    "flushes": 0,
+                },
+            )
+            if e.f == "wait_instant" and e.type == "ok":
+                w["blocked_ms"] += int(e.value["blocked_ms"])
+                w["commit_wait_ms"] += int(e.value.get("commit_wait_ms", 0))
+                w["max_blocked_ms"] = max(w["max_blocked_ms"], int(e.value["blocked_ms"]))
+            elif e.f == "flush" and e.type == "ok":
+                w["records_written"] += int(e.value["records"])
+                w["flushes"] += 1
+                flush_times.setdefault(e.value["instant"], []).append(e.time)
+                written_by_bucket.setdefault(job, Counter())[
+                    e.time // (THROUGHPUT_BUCKET_S * 1000)
+                ] += int(e.value["records"])
+            continue
+        if e.process == "world":
+            continue
+        j = jobs.setdefault(
+            job,
+            {
+                "commits": 0,
+                "records_committed": 0,
+                "failovers": 0,
+                "checkpoints_completed": 0,
+                "checkpoints_failed": 0,
+                "compactions": 0,
+                "rollbacks": 0,
+            },
+        )
+        if e.f == "commit" and e.type == "ok":
+            j["commits"] = int(j["commits"]) + 1  # type: ignore[call-overload]
+            j["records_committed"] = int(j["records_committed"]) + int(e.value["records"])  # type: ignore[call-overload]
+            committed_by_bucket.setdefault(job, Counter())[
+                e.time // (THROUGHPUT_BUCKET_S * 1000)
+            ] += int(e.value["records"])
+            for flushed in flush_times.pop(e.value["instant"], []):
+                latencies.setdefault(job, []).append(e.time - flushed)
+        elif e.f == "failover":
+            j["failovers"] = int(j["failovers"]) + 1  # type: ignore[call-overload]
+        elif e.f == "checkpoint" and e.type == "ok":
+            j["checkpoints_completed"] = int(j["checkpoints_completed"]) + 1  # type: ignore[call-overload]
+        elif e.f == "checkpoint" and e.type == "fail":
+            j["checkpoints_failed"] = int(j["checkpoints_failed"]) + 1  # type: ignore[call-overload]
+        elif e.f == "compaction" and e.type == "ok":
+            j["compactions"] = int(j["compactions"]) + 1  # type: ignore[call-overload]
+        elif e.f == "rollback" and e.type == "ok":
+            j["rollbacks"] = int(j["rollbacks"]) + 1  # type: ignore[call-overload]
+    for job, values in jobs.items():
+        lat = latencies.get(job, [])
+        values["commit_latency_ms"] = {f"p{p}": percentile(lat, p) for p in PERCENTILES} | {
+            "max": max(lat) if lat else None,
+            "count": len(lat),
+        }
+        buckets = max([*committed_by_bucket.get(job, {}), *written_by_bucket.get(job, {}), 0])
+        values["throughput"] = {
+            "bucket_s": THROUGHPUT_BUCKET_S,
+            "committed_records": [
+                committed_by_bucket.get(job, Counter())[b] for b in range(buckets + 1)
+            ],
+            "written_records": [
+                written_by_bucket.get(job, Counter())[b] for b in range(buckets + 1)
+            ],
+        }
+    total_blocked = sum(w["blocked_ms"] for w in writers.values())
+    total_commit_wait = sum(w["commit_wait_ms"] for w in writers.values())
+    return {
+        "sim_end_ms": end_ms,
+        "events": len(events),
+        "faults": dict(sorted(faults.items())),
+        "blocked_ms_total": total_blocked,
+        "commit_wait_ms_total": total_commit_wait,
+        "writers": {name: writers[name] for name in sorted(writers)},
+        "jobs": {name: jobs[name] for name in sorted(jobs)},
+    }

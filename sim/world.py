@@ -1,0 +1,307 @@
+"""The simulated world of one run: time, randomness, the table lock, storage, jobs and faults.
+
+One seed drives everything, split into named streams (``rng.child("job:job0")``...), so that adding
+a fault kind or a job does not shift the draws of the others. Simulated time is in ms from the
+start of the run; every process reads its own :class:`~sim.clock.SimClock` (offset, drift) mapped
+onto a fixed epoch, so instant times look like real Hudi times and the same seed always produces
+the same ones.
+
+A run has two phases. Until ``duration_s`` the sources emit and the faults of ``[faults]`` fire.
+Then the *drain*: faults stop, sources stop, checkpoints continue until every job has committed
+everything it emitted (or ``drain_timeout_s`` passes, which is a liveness failure). Ending on a
+drained table is what lets the final snapshot be compared with the ledger: every emitted record
+must be in it exactly as the merge rule says.
+
+The first history event (``setup``) carries everything a checker needs to rebuild the ledger's
+model without the scenario file: the table, every job's source parameters and the protocol
+variants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import simpy
+
+from models.instant import Instant
+from models.properties import MERGE_ON_READ
+from models.records import ORDERING_FIELD, PARTITION_FIELD, RECORD_KEY_FIELD
+from models.storage import InMemoryStorage, LocalStorage, Storage
+from models.table import HudiTable, ViewOptions
+from models.truetime import TimeGenerator, TimeService, make_time_generator
+from models.writer import create_table
+from sim import table_services
+from sim.clock import SimClock
+from sim.history import HistoryRecorder
+from sim.job import Job
+from sim.lock import SimLock
+from sim.rng import Rng
+from sim.storage import SimStorage
+
+EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: simulated time 0
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a finished run leaves behind for checkers, metrics and the run folder."""
+
+    history: HistoryRecorder
+    table: HudiTable
+    storage: Storage
+    drained: bool
+    end_ms: int
+    view_options: ViewOptions
+
+
+class World:
+    """Builds and runs one scenario (a validated :class:`scenarios.schema.Scenario`)."""
+
+    def __init__(self, scenario: Any, *, table_root: Path | None = None) -> None:
+        self.scenario = scenario
+        self.seed = scenario.scenario.seed
+        self.env = simpy.Environment()
+        self.rng = Rng(self.seed)
+        self.history = HistoryRecorder(lambda: int(self.env.now))
+        self.draining = False
+        self.source_stopped = False
+        inner: Storage
+        if scenario.table.storage == "local":
+            if table_root is None:
+                raise ValueError("local storage needs a table folder")
+            inner = LocalStorage(table_root)
+        else:
+            inner = InMemoryStorage()
+        self.storage = SimStorage(
+            inner,
+            now=lambda: EPOCH_MS + int(self.env.now),
+            rng=self.rng.child("storage"),
+            write_failure=scenario.faults.storage_write_failure,
+            on_fault=self._storage_fault,
+            latency_ms=scenario.sim.storage_latency_ms,
+        )
+        self.lock = SimLock(
+            self.env, "table-lock", latency_ms=lambda: scenario.time.lock_latency_ms
+        )
+        self._clocks: dict[str, SimClock] = {}
+        self.time_service = (
+            TimeService(self.clock("time-service"))
+            if scenario.time.generator == "time_service"
+            else None
+        )
+        self.view_options = ViewOptions(
+            rule=scenario.protocol.file_slicing, anchor=scenario.protocol.log_anchor
+        )
+        self.log_block_format = "parquet"
+        self.storage.failures_enabled = False
+        self.table = create_table(
+            self.storage,
+            name=_table_name(scenario.scenario.name),
+            table_type=scenario.table.type,
+            record_key_field=RECORD_KEY_FIELD,
+            ordering_field=ORDERING_FIELD,
+            partition_fields=(PARTITION_FIELD,),
+            merge_mode=scenario.table.merge_mode,
+        )
+        if scenario.protocol.archive_lookup == "active_only":  # apache/hudi#14365
+            self.table = HudiTable(self.storage, archive_lookup=False)
+        self.storage.failures_enabled = True
+        self.jobs = [Job(self, spec, i) for i, spec in enumerate(scenario.jobs)]
+        self.services = table_services.TableServices(self)
+
+    # --- time --------------------------------------------------------------------------------------
+
+    def clock(self, process: str) -> SimClock:
+        """The process's clock: offset uniform in [-clock_skew_ms, clock_skew_ms], drift likewise
+        in ppm; drawn from a stream named after the process, so it is the same in every epoch."""
+        clock = self._clocks.get(process)
+        if clock is None:
+            spec = self.scenario.time
+            rng = self.rng.child("clock").child(process)
+            offset = rng.randint(-spec.clock_skew_ms, spec.clock_skew_ms)
+            drift = rng.uniform(-spec.clock_drift_ppm, spec.clock_drift_ppm)
+            clock = SimClock(self.env, epoch_ms=EPOCH_MS, offset_ms=offset, drift_ppm=drift)
+            self._clocks[process] = clock
+            self.history.info(
+                "world", "clock", {"process": process, "offset_ms": offset, "drift_ppm": drift}
+            )
+        return clock
+
+    def time_generator(self, process: str) -> TimeGenerator:
+        return make_time_generator(
+            self.scenario.time.generator,
+            clock=self.clock(process),
+            lock=self.lock,
+            time_service=self.time_service,
+            max_expected_clock_skew_ms=self.scenario.time.max_expected_skew_ms,
+        )
+
+    # --- faults ------------------------------------------------------------------------------------
+
+    def _storage_fault(self, kind: str, value: dict[str, Any]) -> None:
+        self.history.nemesis(kind, value)
+
+    def network_fault(self, kind: str, value: dict[str, Any]) -> None:
+        self.history.nemesis(kind, value)
+
+    def _crashes(self, kind: str, per_hour: float) -> Generator[Any, Any, None]:
+        """Crash a random job's ``kind`` (writer/coordinator) as a Poisson process."""
+        rng = self.rng.child(f"crash:{kind}")
+        rate_per_ms = per_hour / 3_600_000
+        while True:
+            yield self.env.timeout(max(1, int(rng.expovariate(rate_per_ms))))
+            if self.draining:
+                return
+            job = self.jobs[rng.randint(0, len(self.jobs) - 1)]
+            target = (
+                f"{job.name}/task-{rng.randint(0, job.parallelism - 1)}"
+                if kind == "writer"
+                else f"{job.name}/coordinator"
+            )
+            self.history.nemesis("crash", {"process": target})
+            job.fail(job.epoch, f"{target} crashed")
+
+    # --- hooks the jobs call -----------------------------------------------------------------------
+
+    def precommit_hook(self, job: Job) -> Callable[[Instant, tuple[Any, ...]], None] | None:
+        return self.services.precommit_hook(job)
+
+    def heartbeat_started(self, instant: str) -> None:
+        self.services.heartbeat_started(instant)
+
+    def heartbeat_stopped(self, instant: str) -> None:
+        self.services.heartbeat_stopped(instant)
+
+    def after_bootstrap(self, job: Job, epoch: int) -> Generator[Any, Any, None]:
+        yield from self.services.after_bootstrap(job, epoch)
+
+    def after_commits(self, job: Job, epoch: int, results: list[Any]) -> Generator[Any, Any, None]:
+        yield from self.services.after_commits(job, epoch, results)
+
+    def table_service_loop(self, job: Job, epoch: int) -> Generator[Any, Any, None]:
+        yield from self.services.loop(job, epoch)
+
+    def latest_base_instants(self) -> dict[tuple[str, str], str]:
+        """Variant ``base_instant``: the base instant of each file group's latest slice, as a
+        0.x writer reads it when its write starts."""
+        _, groups = self.table.file_groups(options=self.view_options)
+        out = {}
+        for group in groups:
+            latest = group.slices[-1] if group.slices else None
+            if latest is not None:
+                out[(group.partition, group.file_id)] = latest.base_instant
+        return out
+
+    # --- the run -----------------------------------------------------------------------------------
+
+    def _setup_event(self) -> None:
+        scenario = self.scenario
+        self.history.info(
+            "world",
+            "setup",
+            {
+                "scenario": scenario.scenario.name,
+                "seed": self.seed,
+                "epoch_ms": EPOCH_MS,
+                "table": {
+                    "type": scenario.table.type,
+                    "merge_mode": scenario.table.merge_mode,
+                    "partitions": scenario.table.partitions,
+                    "buckets_per_partition": scenario.table.buckets_per_partition,
+                    "record_key": RECORD_KEY_FIELD,
+                    "ordering": ORDERING_FIELD,
+                },
+                "time": scenario.time.model_dump(mode="json"),
+                "protocol": scenario.protocol.model_dump(mode="json"),
+                "jobs": [
+                    {
+                        "name": job.name,
+                        "index": job.index,
+                        "writers": job.parallelism,
+                        "instant_generation": job.mode,
+                        "operation": job.spec.operation,
+                        "source": {
+                            "seed": job.source.seed,
+                            "job_index": job.source.job_index,
+                            "key_space": job.source.key_space,
+                            "partitions": job.source.partitions,
+                            "records_per_s": job.source.records_per_s,
+                            "operation": job.source.operation,
+                            "lateness_ms": job.source.lateness_ms,
+                        },
+                    }
+                    for job in self.jobs
+                ],
+            },
+        )
+
+    def _end_of_faults(self) -> Generator[Any, Any, None]:
+        yield self.env.timeout(int(self.scenario.scenario.duration_s * 1000))
+        self.draining = True
+        self.source_stopped = True
+        self.storage.failures_enabled = False
+        for job in self.jobs:
+            job.drain()
+        self.history.info(
+            "world",
+            "drain",
+            {"source_offsets": {job.name: job.source_offset for job in self.jobs}},
+        )
+
+    def run(self, progress: Callable[[int, int], None] | None = None) -> RunOutcome:
+        """Run to the end of the drain (or its timeout) and return the outcome.
+
+        ``progress(now_ms, end_ms)`` is called about every simulated second for progress bars."""
+        self._setup_event()
+        for job in self.jobs:
+            job.start()
+        faults = self.scenario.faults
+        if faults.writer_crash_per_hour > 0:
+            self.env.process(self._crashes("writer", faults.writer_crash_per_hour))
+        if faults.coordinator_crash_per_hour > 0:
+            self.env.process(self._crashes("coordinator", faults.coordinator_crash_per_hour))
+        self.env.process(self._end_of_faults())
+        duration_ms = int(self.scenario.scenario.duration_s * 1000)
+        limit_ms = duration_ms + int(self.scenario.sim.drain_timeout_s * 1000)
+        done = simpy.AllOf(self.env, [job.drained for job in self.jobs])
+        deadline = self.env.timeout(limit_ms)
+        step_ms = 1000
+        while not done.triggered and not deadline.processed:
+            self.env.run(until=min(limit_ms, int(self.env.now) + step_ms))
+            if progress is not None:
+                progress(int(self.env.now), limit_ms)
+            if int(self.env.now) >= limit_ms:
+                break
+        drained = done.triggered
+        self.history.info(
+            "world",
+            "end",
+            {
+                "drained": drained,
+                "source_offsets": {job.name: job.source_offset for job in self.jobs},
+                "completed_checkpoints": {
+                    job.name: (
+                        {
+                            "checkpoint": job.completed.checkpoint_id,
+                            "source_offset": job.completed.source_offset,
+                        }
+                        if job.completed
+                        else None
+                    )
+                    for job in self.jobs
+                },
+            },
+        )
+        return RunOutcome(
+            self.history, self.table, self.storage, drained, int(self.env.now), self.view_options
+        )
+
+
+def _table_name(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() else "_" for c in name).strip("_")
+    return cleaned or "testbed"
+
+
+__all__ = ["EPOCH_MS", "MERGE_ON_READ", "RunOutcome", "World"]
