@@ -44,7 +44,6 @@ class TableServices:
         self.history = world.history
         self.sim = world.scenario.sim
         self.policy = world.scenario.protocol.failed_writes_cleaning
-        self._live: dict[str, None] = {}  # instants with a running heartbeat (insertion order)
 
     def _now_ms(self) -> int:
         return self.world.storage._now()
@@ -52,7 +51,6 @@ class TableServices:
     # --- heartbeats ----------------------------------------------------------------------------
 
     def heartbeat_started(self, instant: str) -> None:
-        self._live[instant] = None
         try:
             heartbeat.start(self.world.storage, instant, self._now_ms())
         except OSError as error:
@@ -61,7 +59,6 @@ class TableServices:
             )
 
     def heartbeat_stopped(self, instant: str) -> None:
-        self._live.pop(instant, None)
         with contextlib.suppress(OSError):
             heartbeat.stop(self.world.storage, instant)
 

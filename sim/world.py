@@ -27,7 +27,6 @@ from typing import Any
 import simpy
 
 from models.instant import Instant
-from models.properties import MERGE_ON_READ
 from models.records import ORDERING_FIELD, PARTITION_FIELD, RECORD_KEY_FIELD
 from models.storage import InMemoryStorage, LocalStorage, Storage
 from models.table import HudiTable, ViewOptions
@@ -76,7 +75,7 @@ class World:
             inner = InMemoryStorage()
         self.storage = SimStorage(
             inner,
-            now=lambda: EPOCH_MS + int(self.env.now),
+            now=self.now_ms,
             rng=self.rng.child("storage"),
             write_failure=scenario.faults.storage_write_failure,
             on_fault=self._storage_fault,
@@ -112,6 +111,10 @@ class World:
         self.services = table_services.TableServices(self)
 
     # --- time --------------------------------------------------------------------------------------
+
+    def now_ms(self) -> int:
+        """True (unskewed) time as epoch ms: what storage stamps on files' modification times."""
+        return EPOCH_MS + int(self.env.now)
 
     def clock(self, process: str) -> SimClock:
         """The process's clock: offset uniform in [-clock_skew_ms, clock_skew_ms], drift likewise
@@ -304,4 +307,4 @@ def _table_name(name: str) -> str:
     return cleaned or "testbed"
 
 
-__all__ = ["EPOCH_MS", "MERGE_ON_READ", "RunOutcome", "World"]
+__all__ = ["EPOCH_MS", "RunOutcome", "World"]
