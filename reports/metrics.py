@@ -8,8 +8,10 @@ committed throughput moved over time.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
+from fractions import Fraction
 
 from models.history import Event
 
@@ -22,8 +24,9 @@ def percentile(values: Sequence[int], p: float) -> int | None:
     if not values:
         return None
     ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * p // 100))
-    return int(ordered[int(rank) - 1])
+    # Exact rational arithmetic: 1000 * 16.1 must give rank 161, not 162 by a float rounding.
+    rank = max(1, math.ceil(len(ordered) * Fraction(str(p)) / 100))
+    return int(ordered[rank - 1])
 
 
 def _job_of(process: str) -> str:

@@ -212,7 +212,8 @@ class JobSpec(_Spec):
     true only for the first job). Standalone, a ``JobSpec`` has the first job's defaults.
     """
 
-    name: Annotated[str, Field(min_length=1)] = "job0"
+    # no "/": history processes are "<job>/<role>", and checkers split on the first "/"
+    name: Annotated[str, Field(min_length=1, pattern=r"^[^/]+$")] = "job0"
     """Unique name of the job; default ``job<i>`` by position (job0, job1, ...)."""
     writers: PositiveInt = 4
     """Parallelism of the write operator (number of write tasks)."""
