@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from models.history import Event
 from models.properties import COMMIT_TIME_ORDERING
-from models.records import ORDERING_FIELD, RECORD_KEY_FIELD, RecordSource
+from models.records import RECORD_KEY_FIELD, RecordSource
 from models.write_task import precombine
 
 
@@ -97,4 +97,4 @@ def build_ledger(events: Sequence[Event]) -> Ledger:
     return Ledger(setup.value, tuple(out))
 
 
-__all__ = ["ORDERING_FIELD", "JobLedger", "Ledger", "LedgerError", "build_ledger"]
+__all__ = ["JobLedger", "Ledger", "LedgerError", "build_ledger"]

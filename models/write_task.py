@@ -22,7 +22,6 @@ COPY_ON_WRITE) or of append mode (insert: a new base file per partition and flus
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -259,10 +258,3 @@ def write_records(
             )
         )
     return stats
-
-
-def partitions_of(rows: pa.Table) -> Sequence[str]:
-    """The partition paths present in ``rows`` (sorted)."""
-    return sorted(
-        {partition_path_of(p) for p in pc.unique(rows.column(PARTITION_FIELD)).to_pylist()}
-    )

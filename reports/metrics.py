@@ -17,6 +17,22 @@ from models.history import Event
 
 THROUGHPUT_BUCKET_S = 10
 PERCENTILES = (50, 90, 99)
+JOB_COUNTERS = (
+    "commits",
+    "records_committed",
+    "failovers",
+    "checkpoints_completed",
+    "checkpoints_failed",
+    "compactions",
+    "rollbacks",
+)
+_JOB_EVENT_COUNTERS = {  # (f, type) of a history event -> the job counter it increments
+    ("failover", "info"): "failovers",
+    ("checkpoint", "ok"): "checkpoints_completed",
+    ("checkpoint", "fail"): "checkpoints_failed",
+    ("compaction", "ok"): "compactions",
+    ("rollback", "ok"): "rollbacks",
+}
 
 
 def percentile(values: Sequence[int], p: float) -> int | None:
@@ -35,7 +51,7 @@ def _job_of(process: str) -> str:
 
 def compute_metrics(events: Sequence[Event]) -> dict[str, object]:
     writers: dict[str, dict[str, int]] = {}
-    jobs: dict[str, dict[str, object]] = {}
+    jobs: dict[str, Counter[str]] = {}
     flush_times: dict[str, list[int]] = {}  # instant -> times of flushes into it
     latencies: dict[str, list[int]] = {}
     committed_by_bucket: dict[str, Counter[int]] = {}
@@ -73,37 +89,20 @@ def compute_metrics(events: Sequence[Event]) -> dict[str, object]:
             continue
         if e.process == "world":
             continue
-        j = jobs.setdefault(
-            job,
-            {
-                "commits": 0,
-                "records_committed": 0,
-                "failovers": 0,
-                "checkpoints_completed": 0,
-                "checkpoints_failed": 0,
-                "compactions": 0,
-                "rollbacks": 0,
-            },
-        )
+        counts = jobs.setdefault(job, Counter())
         if e.f == "commit" and e.type == "ok":
-            j["commits"] = int(j["commits"]) + 1  # type: ignore[call-overload]
-            j["records_committed"] = int(j["records_committed"]) + int(e.value["records"])  # type: ignore[call-overload]
+            counts["commits"] += 1
+            counts["records_committed"] += int(e.value["records"])
             committed_by_bucket.setdefault(job, Counter())[
                 e.time // (THROUGHPUT_BUCKET_S * 1000)
             ] += int(e.value["records"])
             for flushed in flush_times.pop(e.value["instant"], []):
                 latencies.setdefault(job, []).append(e.time - flushed)
-        elif e.f == "failover":
-            j["failovers"] = int(j["failovers"]) + 1  # type: ignore[call-overload]
-        elif e.f == "checkpoint" and e.type == "ok":
-            j["checkpoints_completed"] = int(j["checkpoints_completed"]) + 1  # type: ignore[call-overload]
-        elif e.f == "checkpoint" and e.type == "fail":
-            j["checkpoints_failed"] = int(j["checkpoints_failed"]) + 1  # type: ignore[call-overload]
-        elif e.f == "compaction" and e.type == "ok":
-            j["compactions"] = int(j["compactions"]) + 1  # type: ignore[call-overload]
-        elif e.f == "rollback" and e.type == "ok":
-            j["rollbacks"] = int(j["rollbacks"]) + 1  # type: ignore[call-overload]
-    for job, values in jobs.items():
+        elif (e.f, e.type) in _JOB_EVENT_COUNTERS:
+            counts[_JOB_EVENT_COUNTERS[e.f, e.type]] += 1
+    job_metrics: dict[str, dict[str, object]] = {}
+    for job, counts in jobs.items():
+        values: dict[str, object] = {name: counts[name] for name in JOB_COUNTERS}
         lat = latencies.get(job, [])
         values["commit_latency_ms"] = {f"p{p}": percentile(lat, p) for p in PERCENTILES} | {
             "max": max(lat) if lat else None,
@@ -119,6 +118,7 @@ def compute_metrics(events: Sequence[Event]) -> dict[str, object]:
                 written_by_bucket.get(job, Counter())[b] for b in range(buckets + 1)
             ],
         }
+        job_metrics[job] = values
     total_blocked = sum(w["blocked_ms"] for w in writers.values())
     total_commit_wait = sum(w["commit_wait_ms"] for w in writers.values())
     return {
@@ -128,5 +128,5 @@ def compute_metrics(events: Sequence[Event]) -> dict[str, object]:
         "blocked_ms_total": total_blocked,
         "commit_wait_ms_total": total_commit_wait,
         "writers": {name: writers[name] for name in sorted(writers)},
-        "jobs": {name: jobs[name] for name in sorted(jobs)},
+        "jobs": {name: job_metrics[name] for name in sorted(job_metrics)},
     }

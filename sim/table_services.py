@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from sim.job import Job
     from sim.world import World
 
-WRITE_ACTIONS = ("commit", "deltacommit")
-
 
 class TableServices:
     """The table-service side of one world."""

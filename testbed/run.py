@@ -30,8 +30,6 @@ from reports.metrics import compute_metrics
 from scenarios.schema import Scenario, resolved_toml
 from sim.world import World
 
-CHECKED = ("snapshot_matches_model", "liveness")
-
 
 @dataclass(frozen=True)
 class RunResult:

@@ -21,19 +21,17 @@ from models.archive import (
 )
 from models.commit_metadata import read_compaction_plan
 from models.instant import Instant, State
-from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.properties import COPY_ON_WRITE, MERGE_ON_READ
 from models.reader import read_snapshot
 from models.storage import InMemoryStorage, LocalStorage
 from models.table import HudiTable
 from models.timeline import ArchiveFallback, Timeline
-from models.truetime import make_time_generator
 from models.writer import TableWriter, create_table
 from tests import hudi_oracle
+from tests.table_harness import TableHarness, rows
 
 TIMELINE = ".hoodie/timeline"
 HISTORY = ".hoodie/timeline/history"
-START_MS = 1_767_225_600_000
 FG_A = "aaaaaaaa-0000-4000-8000-000000000001-0"
 FG_B = "bbbbbbbb-0000-4000-8000-000000000002-0"
 
@@ -288,40 +286,8 @@ def test_the_14365_variant_keeps_archived_instants_committed_without_completion_
 # --- real tables: our reader and hudi-rs ---------------------------------------------------------
 
 
-def rows(ids, ts, value, part="p=1"):
-    n = len(ids)
-    return pa.table(
-        {
-            "id": pa.array(ids, pa.string()),
-            "ts": pa.array([ts] * n, pa.int64()),
-            "value": pa.array([value] * n, pa.int64()),
-            "part": pa.array([part.split("=")[1]] * n, pa.string()),
-        }
-    )
-
-
-class Harness:
-    """A writer on a local table with a fake clock (as in test_writer)."""
-
-    def __init__(self, path, table_type=MERGE_ON_READ):
-        self.path = path
-        self.clock = FakeClock(FakeWorld(START_MS))
-        self.generator = make_time_generator("truetime", clock=self.clock, lock=LocalLock())
-        self.table = create_table(
-            LocalStorage(path),
-            name="t",
-            table_type=table_type,
-            record_key_field="id",
-            ordering_field="ts",
-            partition_fields=("part",),
-        )
-        self.writer = TableWriter(self.table, self.generator)
-
-    def start(self):
-        return run(self.writer.start_commit(), self.clock)
-
-    def commit(self, instant, stats):
-        return run(self.writer.commit(instant, stats), self.clock)
+class Harness(TableHarness):
+    """The shared harness plus one-call writes, archiving and reopening."""
 
     def write_base(self, ids, v, fg=FG_A):
         c = self.start()
@@ -334,12 +300,6 @@ class Harness:
     def upsert(self, ids, v, fg=FG_A):
         c = self.start()
         return self.commit(c, [self.writer.upsert_base_file(c, "p=1", fg, rows(ids, v, v))])
-
-    def schedule(self, writer=None):
-        return run((writer or self.writer).schedule_compaction(), self.clock)
-
-    def compact(self, scheduled, writer=None):
-        return run((writer or self.writer).run_compaction(scheduled), self.clock)
 
     def archive(self, **limits):
         return archive_instants(self.table, **limits)

@@ -9,54 +9,20 @@ import pytest
 from models import heartbeat
 from models.commit_metadata import InstantInfo, read_rollback_metadata, read_rollback_plan
 from models.instant import Instant, State
-from models.ports import FakeClock, FakeWorld, LocalLock, run
-from models.properties import COPY_ON_WRITE, MERGE_ON_READ
+from models.ports import run
+from models.properties import COPY_ON_WRITE
 from models.reader import read_snapshot
 from models.rollback import RollbackError, list_markers, plan_rollback, rollback
-from models.storage import LocalStorage
-from models.truetime import make_time_generator
-from models.writer import TableWriter, create_table
 from tests import hudi_oracle
+from tests.table_harness import START_MS, TableHarness, rows
 
-START_MS = 1_767_225_600_000
 FG_A = "aaaaaaaa-0000-4000-8000-000000000001-0"
 FG_B = "bbbbbbbb-0000-4000-8000-000000000002-0"
 FG_C = "cccccccc-0000-4000-8000-000000000003-0"
 
 
-def rows(ids, ts, value, part="p=1"):
-    n = len(ids)
-    return pa.table(
-        {
-            "id": pa.array(ids, pa.string()),
-            "ts": pa.array([ts] * n, pa.int64()),
-            "value": pa.array([value] * n, pa.int64()),
-            "part": pa.array([part.split("=")[1]] * n, pa.string()),
-        }
-    )
-
-
-class Harness:
-    def __init__(self, path, table_type=MERGE_ON_READ):
-        self.path = path
-        self.clock = FakeClock(FakeWorld(START_MS))
-        self.generator = make_time_generator("truetime", clock=self.clock, lock=LocalLock())
-        self.table = create_table(
-            LocalStorage(path),
-            name="t",
-            table_type=table_type,
-            record_key_field="id",
-            ordering_field="ts",
-            partition_fields=("part",),
-        )
-        self.writer = TableWriter(self.table, self.generator)
-        self.storage = self.table.storage
-
-    def start(self):
-        return run(self.writer.start_commit(), self.clock)
-
-    def commit(self, instant, stats):
-        return run(self.writer.commit(instant, stats), self.clock)
+class Harness(TableHarness):
+    """The shared harness plus rollback and views of what is on storage."""
 
     def rollback(self, failed, via=None):
         return run(rollback(self.table, via or self.writer, failed, self.generator), self.clock)

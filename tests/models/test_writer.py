@@ -10,51 +10,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.commit_metadata import read_commit_metadata
-from models.ports import FakeClock, FakeWorld, LocalLock, run
-from models.properties import COPY_ON_WRITE, MERGE_ON_READ
+from models.properties import COPY_ON_WRITE
 from models.reader import read_snapshot
-from models.storage import FileAlreadyExistsError, LocalStorage
-from models.truetime import make_time_generator
-from models.writer import TableWriter, WriteError, create_table
+from models.storage import FileAlreadyExistsError
+from models.writer import WriteError
 from tests.hudi_oracle import oracle_file_slices, oracle_read
+from tests.table_harness import TableHarness, rows
 from tests.testbed.test_cli import same_rows
 
 hudi = pytest.importorskip("hudi")
 
-START_MS = 1_767_225_600_000
 FG_A = "aaaaaaaa-0000-4000-8000-000000000001-0"
 FG_B = "bbbbbbbb-0000-4000-8000-000000000002-0"
 
 
-class Harness:
-    """A writer on a local table with a fake clock, and helpers that keep tests short."""
-
-    def __init__(self, path, table_type=MERGE_ON_READ, merge_mode=None):
-        self.path = path
-        self.clock = FakeClock(FakeWorld(START_MS))
-        generator = make_time_generator("truetime", clock=self.clock, lock=LocalLock())
-        table = create_table(
-            LocalStorage(path),
-            name="t",
-            table_type=table_type,
-            record_key_field="id",
-            ordering_field="ts",
-            partition_fields=("part",),
-            merge_mode=merge_mode,
-        )
-        self.writer = TableWriter(table, generator)
-
-    def start(self):
-        return run(self.writer.start_commit(), self.clock)
-
-    def commit(self, instant, stats, op="UPSERT"):
-        return run(self.writer.commit(instant, stats, op), self.clock)
-
-    def schedule(self):
-        return run(self.writer.schedule_compaction(), self.clock)
-
-    def compact(self, scheduled):
-        return run(self.writer.run_compaction(scheduled), self.clock)
+class Harness(TableHarness):
+    """The shared harness plus comparisons with hudi-rs."""
 
     def our_slices(self):
         return [
@@ -74,18 +45,6 @@ class Harness:
         theirs = oracle_read(self.path)
         assert same_rows(ours, theirs), (ours.to_pylist(), theirs.to_pylist())
         return ours
-
-
-def rows(ids, ts, value, part="p=1"):
-    n = len(ids)
-    return pa.table(
-        {
-            "id": pa.array(ids, pa.string()),
-            "ts": pa.array([ts] * n, pa.int64()),
-            "value": pa.array([value] * n, pa.int64()),
-            "part": pa.array([part.split("=")[1]] * n, pa.string()),
-        }
-    )
 
 
 def values(table: pa.Table) -> dict[str, int]:
