@@ -1,4 +1,4 @@
-"""Invariant ``snapshot_matches_model``: the final snapshot read of the table equals the ledger's
+"""Invariant ``no_data_loss``: the final snapshot read of the table equals the ledger's
 model of everything the completed checkpoints covered (PROTOCOL.md section 9, invariant 4 at the
 end of the run).
 
@@ -22,7 +22,7 @@ from models.reader import read_snapshot
 from models.records import RECORD_KEY_FIELD, SCHEMA
 from models.table import HudiTable, ViewOptions
 
-NAME = "snapshot_matches_model"
+NAME = "no_data_loss"
 EXAMPLES = 5
 
 
@@ -30,7 +30,7 @@ def check_snapshot(events: Sequence[Event], table: HudiTable) -> Verdict:
     ledger = build_ledger(events)
     protocol = ledger.setup.get("protocol", {})
     options = ViewOptions(
-        rule=protocol.get("file_slicing"), anchor=protocol.get("log_anchor", "earliest_completed")
+        rule=protocol.get("file_slicing"), anchor=protocol.get("slice_anchor", "earliest_completed")
     )
     model = ledger.model()
     snapshot = read_snapshot(table, options=options)

@@ -11,8 +11,8 @@ State (what Flink persists for the task at checkpoint ``i``): the write-metadata
 sent for the data that checkpoint ``i`` covers, i.e. every event carrying ``i - 1``. The order is
 Hudi's: flush and send, then replace the state with those events. After a failover the task
 re-sends them in a :class:`~models.write_events.BootstrapEvent`, so a commit lost with the failure
-is redone by the coordinator (the fix for HUDI-9570). The variant ``task_state = "none"`` drops
-them, which reproduces that data loss.
+is redone by the coordinator (the fix for HUDI-9570). The variant ``persist_write_meta = false``
+drops them, which reproduces that data loss.
 
 :func:`write_records` is the I/O half of a flush: it turns one precombined batch into Hudi data
 files through :class:`models.writer.TableWriter`, in the file layout of Flink's bucket index
@@ -36,8 +36,6 @@ from models.records import partition_path as partition_path_of
 from models.write_events import BootstrapEvent, WriteMetadataEvent
 from models.writer import TableWriter
 
-TASK_STATE_VARIANTS = ("events", "none")
-
 
 @dataclass(frozen=True)
 class TaskState:
@@ -56,15 +54,11 @@ class WriteTask:
     buffer_records: int
     operation: str = "upsert"
     merge_mode: str = "EVENT_TIME_ORDERING"
-    task_state: str = "events"
+    persist_write_meta: bool = True
     last_checkpoint_id: int = -1
     _buffer: list[pa.Table] = field(default_factory=list)
     _buffered_rows: int = 0
     _interval_events: list[WriteMetadataEvent] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if self.task_state not in TASK_STATE_VARIANTS:
-            raise ValueError(f"task_state must be one of {TASK_STATE_VARIANTS}")
 
     @property
     def buffered_rows(self) -> int:
@@ -102,7 +96,7 @@ class WriteTask:
         events = tuple(e for e in merged.values() if e.instant is not None)
         self._interval_events = []
         self.last_checkpoint_id = checkpoint_id
-        if self.task_state == "none":
+        if not self.persist_write_meta:
             events = ()
         return TaskState(self.task_id, checkpoint_id, events)
 

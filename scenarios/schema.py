@@ -56,18 +56,19 @@ __all__ = [
 ]
 
 INVARIANTS: tuple[str, ...] = (
-    "monotonic_instants",
-    "completion_order",
+    "instant_unique",
+    "instant_monotonic",
+    "completion_after_request",
+    "commit_order",
     "exactly_once",
     "no_data_loss",
-    "file_slicing",
-    "merge_order",
+    "slicing",
+    "no_uncommitted_read",
+    "merge_convergence",
     "liveness",
-    "snapshot_matches_model",
 )
-"""Invariant names an ``[expect] violations`` list may use (PROTOCOL.md section 9).
-
-The one list of them: a checker added later appends its name here and scenarios may expect it.
+"""Invariant names an ``[expect] violations`` list may use (PROTOCOL.md section 9; the names are
+a public contract, issue 4). The one list of them: a checker added later appends its name here.
 """
 
 
@@ -141,6 +142,25 @@ NonNegativeInt = Annotated[int, Field(ge=0)]
 PositiveInt = Annotated[int, Field(ge=1)]
 InvariantName = Annotated[str, AfterValidator(_check_invariant)]
 
+RESERVED_PROCESS_NAMES = ("nemesis", "world")
+"""History processes that are not jobs (faults; the world itself): no job may take these names."""
+_JOB_NAME_RULE = f"a non-empty name without '/', not {' or '.join(RESERVED_PROCESS_NAMES)}"
+
+
+def _check_job_name(name: str) -> str:
+    # History processes are "<job>/<role>" (checkers split on the first "/"), and a job's own
+    # events use the bare job name, which must not be mistaken for the nemesis or the world.
+    if not name or "/" in name:
+        raise _RuleViolation(
+            f"job name {_show(name)} is empty or has a '/'", allowed=_JOB_NAME_RULE
+        )
+    if name in RESERVED_PROCESS_NAMES:
+        raise _RuleViolation(f"job name {_show(name)} is reserved", allowed=_JOB_NAME_RULE)
+    return name
+
+
+JobName = Annotated[str, AfterValidator(_check_job_name)]
+
 
 class _Spec(BaseModel):
     """Common configuration: frozen, strict (no ``"5"`` -> 5), unknown keys and NaN rejected.
@@ -212,8 +232,7 @@ class JobSpec(_Spec):
     true only for the first job). Standalone, a ``JobSpec`` has the first job's defaults.
     """
 
-    # no "/": history processes are "<job>/<role>", and checkers split on the first "/"
-    name: Annotated[str, Field(min_length=1, pattern=r"^[^/]+$")] = "job0"
+    name: JobName = "job0"
     """Unique name of the job; default ``job<i>`` by position (job0, job1, ...)."""
     writers: PositiveInt = 4
     """Parallelism of the write operator (number of write tasks)."""
@@ -266,15 +285,15 @@ class ProtocolSpec(_Spec):
 
     file_slicing: Literal["completion_time", "base_instant"] = "completion_time"
     """Place a log file by its completion time (Hudi 1.x, RFC-66) or by its base instant (0.x)."""
-    log_anchor: Literal["earliest_completed", "earliest_log"] = "earliest_completed"
+    slice_anchor: Literal["earliest_completed", "earliest_log"] = "earliest_completed"
     """For a file group with only log files, which log anchors its first slice: the earliest
     completed one (the fix) or the earliest whatever its state (apache/hudi#19774)."""
-    archive_lookup: Literal["archive", "active_only"] = "archive"
-    """Completion-time lookup also reads the archived timeline, or only the active one
-    (apache/hudi#14365)."""
-    task_state: Literal["events", "none"] = "events"
-    """What a write task keeps in its checkpoint state: its write-metadata events, re-sent after a
-    failover (the fix for HUDI-9570), or nothing (reproduces HUDI-9570's data loss)."""
+    archived_completion_lookup: bool = True
+    """Completion-time lookup falls back to the archived timeline (true), or reads only the active
+    one (false: apache/hudi#14365, logs of archived instants drop out of compaction plans)."""
+    persist_write_meta: bool = True
+    """A write task keeps its write-metadata events in its checkpoint state and re-sends them after
+    a failover (true: the fix for HUDI-9570), or keeps nothing (false: HUDI-9570's data loss)."""
     failed_writes_cleaning: Literal["auto", "EAGER", "LAZY"] = "auto"
     """Rollback of failed writes: EAGER (before each write) or LAZY (by heartbeat expiry); auto is
     EAGER for one job and LAZY for several, resolved when the scenario is validated."""
@@ -333,8 +352,9 @@ class SimSpec(_Spec):
         return self
 
 
-PROTOCOL_VARIANTS: dict[str, tuple[str, ...]] = {
-    name: get_args(field.annotation) for name, field in ProtocolSpec.model_fields.items()
+PROTOCOL_VARIANTS: dict[str, tuple[str | bool, ...]] = {
+    name: (True, False) if field.annotation is bool else get_args(field.annotation)
+    for name, field in ProtocolSpec.model_fields.items()
 }
 """Switch name -> its choices, derived from :class:`ProtocolSpec` (for sweeps and reports)."""
 

@@ -181,7 +181,7 @@ class Job:
                 self.spec.buffer_records,
                 operation=self.spec.operation,
                 merge_mode=world.table.config.merge_mode or "EVENT_TIME_ORDERING",
-                task_state=world.scenario.protocol.task_state,
+                persist_write_meta=world.scenario.protocol.persist_write_meta,
             )
             for i in range(self.parallelism)
         ]

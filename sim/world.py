@@ -91,7 +91,7 @@ class World:
             else None
         )
         self.view_options = ViewOptions(
-            rule=scenario.protocol.file_slicing, anchor=scenario.protocol.log_anchor
+            rule=scenario.protocol.file_slicing, anchor=scenario.protocol.slice_anchor
         )
         self.log_block_format = "parquet"
         self.storage.failures_enabled = False
@@ -104,7 +104,7 @@ class World:
             partition_fields=(PARTITION_FIELD,),
             merge_mode=scenario.table.merge_mode,
         )
-        if scenario.protocol.archive_lookup == "active_only":  # apache/hudi#14365
+        if not scenario.protocol.archived_completion_lookup:  # apache/hudi#14365
             self.table = HudiTable(self.storage, archive_lookup=False)
         self.storage.failures_enabled = True
         self.jobs = [Job(self, spec, i) for i, spec in enumerate(scenario.jobs)]

@@ -47,7 +47,7 @@ def setup_value(
             "record_key": "key",
             "ordering": "ts",
         },
-        "protocol": {"file_slicing": "completion_time", "log_anchor": "earliest_completed"},
+        "protocol": {"file_slicing": "completion_time", "slice_anchor": "earliest_completed"},
         "jobs": [
             {
                 "name": name,

@@ -41,7 +41,7 @@ class Pipeline:
         parallelism: int = 2,
         operation: str = "upsert",
         table_type: str = MERGE_ON_READ,
-        task_state: str = "events",
+        persist_write_meta: bool = True,
         storage: InMemoryStorage | None = None,
         precommit=None,
         allow_empty_commit: bool = True,
@@ -49,7 +49,7 @@ class Pipeline:
         self.mode = mode
         self.parallelism = parallelism
         self.operation = operation
-        self.task_state = task_state
+        self.persist_write_meta = persist_write_meta
         self.precommit = precommit
         self.allow_empty_commit = allow_empty_commit
         self.clock = FakeClock(FakeWorld(START_MS))
@@ -91,7 +91,12 @@ class Pipeline:
             allow_empty_commit=self.allow_empty_commit,
         )
         self.tasks = [
-            WriteTask(i, buffer_records=10**9, operation=self.operation, task_state=self.task_state)
+            WriteTask(
+                i,
+                buffer_records=10**9,
+                operation=self.operation,
+                persist_write_meta=self.persist_write_meta,
+            )
             for i in range(self.parallelism)
         ]
         self.log_versions: list[dict] = [{} for _ in range(self.parallelism)]
@@ -463,8 +468,8 @@ def test_hudi_9570_crash_after_snapshot_before_notification(operation):
     p.assert_all_files_committed_once()
 
 
-def test_hudi_9570_without_task_state_loses_data():
-    p = Pipeline("async", parallelism=2, operation="insert", task_state="none")
+def test_hudi_9570_without_persisted_write_meta_loses_data():
+    p = Pipeline("async", parallelism=2, operation="insert", persist_write_meta=False)
     p.ingest(40)
     p.checkpoint(1)
     p.notify(1)

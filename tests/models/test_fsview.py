@@ -259,7 +259,7 @@ def test_view_matches_brute_force(sc: Scenario):
     assert completions == sorted(completions), "logs merge in completion-time order"
 
 
-def test_brute_force_catches_the_earliest_log_anchor_bug():
+def test_brute_force_catches_the_earliest_slice_anchor_bug():
     """The property must be able to fail: hypothesis finds a history where apache/hudi#19774's
     anchoring hides committed data."""
     from hypothesis import find

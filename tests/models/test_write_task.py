@@ -80,11 +80,6 @@ def test_take_buffer_precombines_upserts_only():
     assert ins.take_buffer().equals(dup)
 
 
-def test_bad_task_state_variant():
-    with pytest.raises(ValueError):
-        WriteTask(0, 10, task_state="all")
-
-
 # --- precombine ----------------------------------------------------------------------------------
 
 
@@ -248,8 +243,8 @@ def test_restore_returns_bootstrap_event():
     assert fresh.last_checkpoint_id == -1
 
 
-def test_task_state_none_drops_events():
-    task = WriteTask(0, buffer_records=10, task_state="none")
+def test_without_persisted_write_meta_the_state_is_empty():
+    task = WriteTask(0, buffer_records=10, persist_write_meta=False)
     task.event_sent(WriteMetadataEvent(0, I1, 2, [stat("a")], True, 3))
     state = task.snapshot_state(3)
     assert state == TaskState(0, 3, ())

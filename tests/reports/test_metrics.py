@@ -197,16 +197,6 @@ def test_percentile_with_a_fractional_p_is_exact():
     assert percentile(list(range(1, 1001)), 16.1) == 161
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "reports/metrics.py compute_metrics treats process 'nemesis' as a fault and skips "
-        "process 'world'; the schema allows jobs with those names, whose own events "
-        "(start, failover, drained) use the bare job name as process: failovers are counted "
-        "as faults (nemesis) or not at all (world)"
-    ),
-)
 @pytest.mark.parametrize("name", ["nemesis", "world"])
 def test_a_job_named_like_a_reserved_process_is_refused_or_counted_right(name):
     from scenarios.schema import ScenarioError, parse_scenario

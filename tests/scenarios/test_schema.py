@@ -65,9 +65,9 @@ DEFAULTS: dict[str, Any] = {
     "faults.coordinator_crash_per_hour": 0,
     "faults.storage_write_failure": 0,
     "protocol.file_slicing": "completion_time",
-    "protocol.log_anchor": "earliest_completed",
-    "protocol.archive_lookup": "archive",
-    "protocol.task_state": "events",
+    "protocol.slice_anchor": "earliest_completed",
+    "protocol.archived_completion_lookup": True,
+    "protocol.persist_write_meta": True,
     "protocol.failed_writes_cleaning": "EAGER",  # "auto" resolved for one job
     "expect.violations": (),
     "sim.drain_timeout_s": 120,
@@ -173,9 +173,9 @@ def test_scenario_is_frozen_and_hashable() -> None:
 def test_protocol_variants_default_to_the_real_rule() -> None:
     assert PROTOCOL_VARIANTS == {
         "file_slicing": ("completion_time", "base_instant"),
-        "log_anchor": ("earliest_completed", "earliest_log"),
-        "archive_lookup": ("archive", "active_only"),
-        "task_state": ("events", "none"),
+        "slice_anchor": ("earliest_completed", "earliest_log"),
+        "archived_completion_lookup": (True, False),
+        "persist_write_meta": (True, False),
         "failed_writes_cleaning": ("auto", "EAGER", "LAZY"),
     }
     for name, choices in PROTOCOL_VARIANTS.items():
@@ -215,9 +215,14 @@ BAD_VALUES = [
     ("faults", "coordinator_crash_per_hour = nan", "faults.coordinator_crash_per_hour", ">= 0"),
     ("faults", "storage_write_failure = 2", "faults.storage_write_failure", "number in [0, 1]"),
     ("protocol", 'file_slicing = "x"', "protocol.file_slicing", "completion_time, base_instant"),
-    ("protocol", 'log_anchor = "x"', "protocol.log_anchor", "earliest_completed, earliest_log"),
-    ("protocol", 'archive_lookup = "x"', "protocol.archive_lookup", "archive, active_only"),
-    ("protocol", 'task_state = "all"', "protocol.task_state", "events, none"),
+    ("protocol", 'slice_anchor = "x"', "protocol.slice_anchor", "earliest_completed, earliest_log"),
+    (
+        "protocol",
+        'archived_completion_lookup = "x"',
+        "protocol.archived_completion_lookup",
+        "true, false",
+    ),
+    ("protocol", "persist_write_meta = 1", "protocol.persist_write_meta", "true, false"),
     ("protocol", 'failed_writes_cleaning = "lazy"', "protocol.failed_writes_cleaning", "LAZY"),
     ("expect", 'violations = ["nope"]', "expect.violations[0]", ", ".join(INVARIANTS)),
     ("expect", "violations = [1]", "expect.violations[0]", "exactly_once"),
@@ -244,7 +249,7 @@ def test_bad_value(table: str, line: str, key: str, allowed: str) -> None:
 
 
 JOB_BAD_VALUES = [
-    ('name = ""', "name", "non-empty string"),
+    ('name = ""', "name", "non-empty name"),
     ("writers = 0", "writers", "integer >= 1"),
     ('instant_generation = "sync"', "instant_generation", "async, blocking, minibatch"),
     ("checkpoint_interval_s = 0", "checkpoint_interval_s", "number > 0"),
@@ -356,6 +361,16 @@ def test_job_names_must_be_unique() -> None:
     error = error_of(f'{MINIMAL}[[jobs]]\nname = "a"\n[[jobs]]\nname = "a"\n')
     assert_one_line(error, "jobs[1].name", "a name no other job has")
     assert "jobs[0].name" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [("a/b", "has a '/'"), ("", "is empty"), ("nemesis", "is reserved"), ("world", "is reserved")],
+)
+def test_job_names_that_would_break_process_names_are_refused(name: str, problem: str) -> None:
+    error = error_of(f'{MINIMAL}[[jobs]]\nname = "{name}"\n')
+    assert_one_line(error, "jobs[0].name", "without '/', not nemesis or world")
+    assert problem in str(error)
 
 
 def test_explicit_name_may_clash_with_a_positional_default() -> None:
@@ -482,6 +497,12 @@ def test_resolved_toml_is_deterministic_and_reads_back() -> None:
 names = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12
 )
+# job names become process names ("job/writer-0"), so they never hold a '/'
+job_name_parts = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",), exclude_characters="/"),
+    min_size=1,
+    max_size=12,
+)
 positive = st.floats(min_value=0.001, max_value=1e6, allow_nan=False, allow_infinity=False)
 non_negative = st.floats(min_value=0, max_value=1e6, allow_nan=False, allow_infinity=False)
 probability = st.floats(min_value=0, max_value=1)
@@ -498,7 +519,7 @@ def some_of(fields: dict[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[dict
 def scenario_dicts(draw: st.DrawFn) -> dict[str, Any]:
     """Valid scenarios as TOML data: any subset of keys set, rules across jobs respected."""
     job_count = draw(st.integers(min_value=1, max_value=3))
-    job_names = draw(st.lists(names, min_size=job_count, max_size=job_count, unique=True))
+    job_names = draw(st.lists(job_name_parts, min_size=job_count, max_size=job_count, unique=True))
     services_job = draw(st.none() | st.integers(min_value=0, max_value=job_count - 1))
     jobs = []
     for index in range(job_count):

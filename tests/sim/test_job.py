@@ -7,8 +7,8 @@ sides of it, on the same seeds (so on the same fault schedule):
   fine for upserts;
 - the legacy ``base_instant`` file slicing loses data once compaction is scheduled during writes,
   completion-time slicing does not;
-- ``task_state = "none"`` (HUDI-9570) loses data after lost notifications and crashes, the real
-  rule (``events``) does not;
+- ``persist_write_meta = false`` (HUDI-9570) loses data after lost notifications and crashes,
+  the real rule does not;
 - blocking instant generation makes writers wait for commits, async does not; COPY_ON_WRITE
   upserts lose updates under async when an ACK is lost (why Hudi 1.1 keeps them blocking);
 - after a failover the source replays from the restored checkpoint's offset;
@@ -151,24 +151,26 @@ def test_base_instant_slicing_is_harmless_without_compaction():
 LOST_NOTIFICATIONS: dict[str, Any] = {"ack_loss": 0.5, "writer_crash_per_hour": 360}
 
 
-def task_state_run(state: str, seed: int) -> Any:
+def write_meta_run(persist: bool, seed: int) -> Any:
     return cached_run(
-        scenario_toml(seed=seed, faults=LOST_NOTIFICATIONS, protocol={"task_state": state})
+        scenario_toml(
+            seed=seed, faults=LOST_NOTIFICATIONS, protocol={"persist_write_meta": persist}
+        )
     )
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
-def test_task_state_none_loses_data_events_does_not(seed):
+def test_unpersisted_write_meta_loses_data_persisted_does_not(seed):
     """A notification lost, then a crash before the next one: the instant of the checkpoint that
     completed lives only in the tasks' state. Without it (HUDI-9570) the restore cannot
     re-commit it and the checkpointed records are gone."""
-    none = task_state_run("none", seed)
+    none = write_meta_run(False, seed)
     snapshot, liveness = verdicts(none)
     assert liveness.ok, whys(liveness)
     assert not snapshot.ok
     assert any("data loss" in why for why in whys(snapshot)), whys(snapshot)
 
-    events = task_state_run("events", seed)
+    events = write_meta_run(True, seed)
     snapshot, liveness = verdicts(events)
     assert snapshot.ok, whys(snapshot)
     assert liveness.ok, whys(liveness)
@@ -181,13 +183,13 @@ def test_task_state_none_loses_data_events_does_not(seed):
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_task_state_decides_what_restarted_tasks_resend(seed):
-    def resent(state: str) -> int:
-        history = task_state_run(state, seed).history.events
+def test_persist_write_meta_decides_what_restarted_tasks_resend(seed):
+    def resent(persist: bool) -> int:
+        history = write_meta_run(persist, seed).history.events
         return sum(len(e.value["events"]) for e in history if e.f == "bootstrap")
 
-    assert resent("none") == 0
-    assert resent("events") > 0
+    assert resent(False) == 0
+    assert resent(True) > 0
 
 
 # --- blocking vs async -----------------------------------------------------------------------

@@ -75,7 +75,7 @@ def test_run_writes_a_complete_run_folder(tmp_path):
     history = (out / "history.jsonl").read_bytes()
     assert data["digest"] == "sha256:" + hashlib.sha256(history).hexdigest()
     assert data["digest"] == history_digest(read_history(out / "history.jsonl"))
-    assert set(data["invariants"]) == {"snapshot_matches_model", "liveness"}
+    assert set(data["invariants"]) == {"no_data_loss", "liveness"}
     for verdict in data["invariants"].values():
         assert verdict == {"ok": True, "violations": []}
     assert data["metrics"]["jobs"]["job0"]["commits"] > 0
@@ -139,15 +139,15 @@ def test_an_existing_run_folder_is_replaced(tmp_path):
 
 
 def test_unexpected_verdicts_exit_1_and_still_write_the_folder(tmp_path):
-    source = write(tmp_path, SCENARIO + '\n[expect]\nviolations = ["snapshot_matches_model"]\n')
+    source = write(tmp_path, SCENARIO + '\n[expect]\nviolations = ["no_data_loss"]\n')
     out = tmp_path / "out"
     result = invoke(str(source), "--out", str(out))
     assert result.exit_code == 1, result.output
     assert "NOT as expected" in result.stdout
-    assert "snapshot_matches_model: ok (unexpected)" in result.stdout
+    assert "no_data_loss: ok (unexpected)" in result.stdout
     data = result_json(out)
     assert data["ok"] is False
-    assert data["expected_violations"] == ["snapshot_matches_model"]
+    assert data["expected_violations"] == ["no_data_loss"]
     assert not (tmp_path / "out.partial").exists()
 
 
@@ -169,10 +169,10 @@ ack_loss = 0.5
 writer_crash_per_hour = 360
 
 [protocol]
-task_state = "none"
+persist_write_meta = false
 
 [expect]
-violations = ["no_data_loss", "snapshot_matches_model"]
+violations = ["no_data_loss"]
 """
     source = write(tmp_path, text)
     out = tmp_path / "out"
@@ -180,10 +180,10 @@ violations = ["no_data_loss", "snapshot_matches_model"]
     assert result.exit_code == 0, result.output
     data = result_json(out)
     assert data["ok"] is True
-    assert data["invariants"]["snapshot_matches_model"]["ok"] is False
-    (first, *_) = data["invariants"]["snapshot_matches_model"]["violations"]
+    assert data["invariants"]["no_data_loss"]["ok"] is False
+    (first, *_) = data["invariants"]["no_data_loss"]["violations"]
     assert "data loss" in first["why"] and first["events"]
-    assert data["unchecked_expectations"] == ["no_data_loss"]
+    assert data["unchecked_expectations"] == []
 
 
 @pytest.mark.parametrize(
@@ -201,7 +201,7 @@ violations = ["no_data_loss", "snapshot_matches_model"]
         ),
         (SCENARIO.replace("seed = 3", "seed = -3"), "scenario.seed", "out of range"),
         (SCENARIO + "[nemesis]\nchaos = 1\n", "nemesis", "unknown table [nemesis]"),
-        (SCENARIO + 'name = "team/ingest"\n', "jobs[0].name", "pattern"),
+        (SCENARIO + 'name = "team/ingest"\n', "jobs[0].name", "without '/'"),
     ],
 )
 def test_a_bad_scenario_exits_2_with_one_error_line(tmp_path, text, key, detail):
