@@ -21,10 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from invariants.liveness import check_liveness
-from invariants.snapshot import check_snapshot
+from invariants.checks import check_all
 from invariants.verdict import Verdict
-from models.history import Event
 from models.table import HudiTable
 from reports.metrics import compute_metrics
 from scenarios.schema import Scenario, resolved_toml
@@ -44,12 +42,6 @@ class RunResult:
 
 def default_out(scenario: Scenario) -> Path:
     return Path("runs") / f"{scenario.scenario.name}-seed{scenario.scenario.seed}"
-
-
-def check_all(events: list[Event], table: HudiTable) -> dict[str, Verdict]:
-    """The verdicts of every invariant checker available so far, by invariant name."""
-    verdicts = [check_snapshot(events, table), check_liveness(events)]
-    return {v.name: v for v in verdicts}
 
 
 def verdicts_match(verdicts: dict[str, Verdict], expected: tuple[str, ...]) -> bool:

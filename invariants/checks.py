@@ -1,0 +1,37 @@
+"""Every invariant checker, by the public name ``[expect] violations`` and ``result.json`` use.
+
+One line per checker in :data:`CHECKERS`; ``check_all`` runs them all over one recorded run. A
+checker takes the history and the table the run left behind (opened with the real rules) and
+returns a :class:`~invariants.verdict.Verdict` named after its invariant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from invariants.liveness import check_liveness
+from invariants.snapshot import check_snapshot
+from invariants.verdict import Verdict
+from models.history import Event
+from models.table import HudiTable
+
+Checker = Callable[[Sequence[Event], HudiTable], Verdict]
+
+CHECKERS: dict[str, Checker] = {
+    "no_data_loss": check_snapshot,
+    "liveness": lambda events, _table: check_liveness(events),
+}
+"""Invariant name -> checker; the names are those of ``scenarios.schema.INVARIANTS``."""
+
+
+def check_all(events: Sequence[Event], table: HudiTable) -> dict[str, Verdict]:
+    """The verdict of every checker, by invariant name (in :data:`CHECKERS` order)."""
+    verdicts = {}
+    for name, checker in CHECKERS.items():
+        verdict = checker(events, table)
+        if verdict.name != name:
+            raise ValueError(
+                f"checker registered as {name!r} returned a verdict named {verdict.name!r}"
+            )
+        verdicts[name] = verdict
+    return verdicts
