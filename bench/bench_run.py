@@ -27,12 +27,15 @@ from sim.world import World  # noqa: E402
 def measure(path: Path) -> dict[str, object]:
     scenario = load_scenario(path)
     started = time.perf_counter()
+    cpu_started = time.process_time()
     outcome = World(scenario).run()
     wall_s = time.perf_counter() - started
+    cpu_s = time.process_time() - cpu_started
     simulated_s = outcome.end_ms / 1000
     return {
         "scenario": scenario.scenario.name,
         "wall_s": round(wall_s, 2),
+        "cpu_s": round(cpu_s, 2),
         "simulated_s": simulated_s,
         "speedup": round(simulated_s / wall_s, 1),
         "events": len(outcome.history.events),

@@ -9,8 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from invariants.exactly_once import check_exactly_once
+from invariants.instants import (
+    check_commit_order,
+    check_completion_after_request,
+    check_instant_monotonic,
+    check_instant_unique,
+)
 from invariants.liveness import check_liveness
-from invariants.snapshot import check_snapshot
+from invariants.merge_convergence import check_merge_convergence
+from invariants.no_data_loss import check_no_data_loss
+from invariants.no_uncommitted_read import check_no_uncommitted_read
+from invariants.slicing import check_slicing
 from invariants.verdict import Verdict
 from models.history import Event
 from models.table import HudiTable
@@ -18,7 +28,15 @@ from models.table import HudiTable
 Checker = Callable[[Sequence[Event], HudiTable], Verdict]
 
 CHECKERS: dict[str, Checker] = {
-    "no_data_loss": check_snapshot,
+    "instant_unique": check_instant_unique,
+    "instant_monotonic": check_instant_monotonic,
+    "completion_after_request": check_completion_after_request,
+    "commit_order": check_commit_order,
+    "exactly_once": check_exactly_once,
+    "no_data_loss": check_no_data_loss,
+    "slicing": check_slicing,
+    "no_uncommitted_read": check_no_uncommitted_read,
+    "merge_convergence": check_merge_convergence,
     "liveness": lambda events, _table: check_liveness(events),
 }
 """Invariant name -> checker; the names are those of ``scenarios.schema.INVARIANTS``."""

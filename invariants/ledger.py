@@ -1,9 +1,12 @@
 """The ground-truth ledger, rebuilt from a history alone.
 
 The simulator records (``setup``) each job's source parameters, (``emit``) the offset ranges its
-source emitted and (``checkpoint`` ok) the source offset each completed checkpoint covered. Records
-are a pure function of (seed, job, offset) (:class:`models.records.RecordSource`), so the ledger can
-regenerate exactly what was emitted and compute the model of the table those records imply.
+source emitted, (``checkpoint`` ok) the source offset each completed checkpoint covered, (``flush``
+ok) the instant each write task's data went into with the checkpoint id it carried, and
+(``commit`` ok) each instant a job's coordinator committed, with its completion time. Records are
+a pure function of (seed, job, offset) (:class:`models.records.RecordSource`), so the ledger can
+regenerate exactly what was emitted and compute the model of the table those records imply
+(:meth:`Ledger.model`).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -24,6 +28,11 @@ class LedgerError(ValueError):
     """The history lacks what the ledger needs (no ``setup`` event, unknown job...)."""
 
 
+NEVER_COMMITTED = np.iinfo(np.int64).max
+"""Commit position of a version no recorded commit holds: after every real one (see
+:meth:`Ledger.model`)."""
+
+
 @dataclass(frozen=True)
 class JobLedger:
     name: str
@@ -31,6 +40,46 @@ class JobLedger:
     emitted: int  # highest offset emitted (exclusive)
     covered: int  # source offset of the last completed checkpoint
     covered_event: int | None  # index of that checkpoint's ok event
+    checkpoints: tuple[tuple[int, int], ...] = ()
+    """(checkpoint id, source offset) of every completed checkpoint, in history order."""
+    carried: tuple[tuple[int, str], ...] = ()
+    """(checkpoint id, instant): an instant received data carrying that checkpoint id (a flush
+    of a write task, or the commit of the instant)."""
+    completions: tuple[tuple[str, str], ...] = ()
+    """(instant, completion time) of every commit of this job, in history order."""
+
+    def commit_positions(self, offsets: np.ndarray) -> np.ndarray:
+        """For each offset, the completion time (as an integer) of the last commit of this job
+        that holds it; :data:`NEVER_COMMITTED` where no recorded commit does.
+
+        A write task's flush carries the last checkpoint id it snapshotted (PROTOCOL.md section
+        6): data flushed after snapshotting ``c`` (or restored from ``c``; ``-1`` at a fresh
+        start) carries ``c`` until the barrier of the next checkpoint takes the task's buffer,
+        and a barrier takes exactly the offsets below that checkpoint's ``source_offset``. A
+        failed checkpoint ends the attempt (the job restores the latest completed one, so the
+        completed checkpoints' offsets grow with their ids), hence the data carrying ``c`` that
+        any attempt can commit is offsets ``[offset(c), offset(n))`` with ``n`` the next
+        *completed* checkpoint: disjoint ranges, found by one binary search. The instants that
+        received data carrying ``c`` are in the history (``flush`` ok of the tasks, ``commit`` ok
+        of the coordinator), their completion times too (``commit`` ok); the range's position is
+        the latest completion among them. ``async`` and ``blocking`` put all data carrying ``c``
+        of one attempt into one instant, committed once, so this is exact (a replay after a
+        restore re-commits the range in a later instant, which is then the last commit).
+        ``minibatch`` instants span checkpoints and the data carrying one id may be split over
+        two consecutive instants of the job: the later one is taken, an upper bound that is
+        exact unless another job's commit completes between those two."""
+        completed = sorted(dict(self.checkpoints).items())
+        ids = [-1] + [c for c, _ in completed]
+        starts = np.array([0] + [o for _, o in completed], np.int64)
+        completion = dict(self.completions)
+        latest: dict[int, int] = {}
+        for checkpoint, instant in self.carried:
+            done = completion.get(instant)
+            if done is not None:
+                latest[checkpoint] = max(latest.get(checkpoint, 0), int(done))
+        at = np.array([latest.get(c, NEVER_COMMITTED) for c in ids], np.int64)
+        index = np.searchsorted(starts, np.asarray(offsets, np.int64), side="right") - 1
+        return at[np.maximum(index, 0)]
 
 
 @dataclass(frozen=True)
@@ -53,14 +102,51 @@ class Ledger:
 
     def model(self) -> pa.Table:
         """The table those records imply: one row per key (upsert) by the merge mode, every record
-        (insert: keys are unique), sorted by key."""
-        rows = self.records()
-        if not self.insert_only:
-            mode = self.merge_mode
-            if mode == COMMIT_TIME_ORDERING and len(self.jobs) > 1:
-                mode = "EVENT_TIME_ORDERING"  # across jobs only event time is defined
-            rows = precombine(_in_offset_order(rows), mode)
+        (insert: keys are unique), sorted by key.
+
+        ``EVENT_TIME_ORDERING``: the greatest ordering value wins, whoever committed it when.
+        ``COMMIT_TIME_ORDERING``: the version committed last wins, as the table merges it (base
+        then logs in completion-time order, a later version of a key within one instant after an
+        earlier one). Within one job that is source order: a key always maps to the same bucket,
+        hence to the same write task, whose flushes go out in order into instants the coordinator
+        commits in checkpoint order, so the job's last covered offset of a key is the job's last
+        commit of it (replays re-commit versions, never reorder them). Across jobs the order is
+        the commits' completion times, which the history records (``commit`` ok); each job's
+        winner is placed at the last commit that holds it (:meth:`JobLedger.commit_positions`);
+        completion times are unique, so two jobs never tie (if a broken time generator makes them
+        tie, the later job index wins, and ``instant_unique`` flags the run anyway). A covered
+        winner that no recorded commit holds is a record a completed checkpoint covered but
+        nobody committed: it is placed after every commit, so the model expects it and a
+        snapshot that lacks it is flagged (loss is never hidden behind another job's older
+        version). Why not read the commits' data files instead: the model is the ground truth
+        the table is judged against, so it comes from the history alone."""
+        if self.insert_only:
+            rows = self.records()
+        elif self.merge_mode == COMMIT_TIME_ORDERING and len(self.jobs) > 1:
+            rows = self._last_committed()
+        else:
+            rows = precombine(_in_offset_order(self.records()), self.merge_mode)
         return rows.take(pc.sort_indices(rows, [(RECORD_KEY_FIELD, "ascending")]))
+
+    def _last_committed(self) -> pa.Table:
+        """Per key, the version whose commit completed last (see :meth:`model`)."""
+        winners = []
+        for job in self.jobs:
+            rows = precombine(job.source.batch(0, job.covered), COMMIT_TIME_ORDERING)
+            at = job.commit_positions(rows.column("offset").to_numpy())
+            winners.append(rows.append_column(_AT, pa.array(at, pa.int64())))
+        rows = pa.concat_tables(winners)
+        if rows.num_rows == 0:
+            return rows.drop_columns([_AT])
+        order = [(RECORD_KEY_FIELD, "ascending"), (_AT, "descending"), ("job", "descending")]
+        rows = rows.take(pc.sort_indices(rows, order))
+        keys = rows.column(RECORD_KEY_FIELD).to_numpy(zero_copy_only=False)
+        first = np.ones(len(keys), bool)
+        first[1:] = keys[1:] != keys[:-1]
+        return rows.filter(pa.array(first)).drop_columns([_AT])
+
+
+_AT = "__committed_at"
 
 
 def _in_offset_order(rows: pa.Table) -> pa.Table:
@@ -74,12 +160,24 @@ def build_ledger(events: Sequence[Event]) -> Ledger:
     jobs_by_name: dict[str, dict] = {j["name"]: j for j in setup.value["jobs"]}
     emitted = dict.fromkeys(jobs_by_name, 0)
     covered: dict[str, tuple[int, int | None]] = {name: (0, None) for name in jobs_by_name}
+    checkpoints: dict[str, list[tuple[int, int]]] = {name: [] for name in jobs_by_name}
+    carried: dict[str, set[tuple[int, str]]] = {name: set() for name in jobs_by_name}
+    completions: dict[str, list[tuple[str, str]]] = {name: [] for name in jobs_by_name}
     for event in events:
         job = event.process.split("/", 1)[0]
         if event.f == "emit" and job in emitted:
             emitted[job] = max(emitted[job], int(event.value["to"]))
         elif event.f == "checkpoint" and event.type == "ok" and job in covered:
             covered[job] = (int(event.value["source_offset"]), event.index)
+            checkpoints[job].append(
+                (int(event.value["checkpoint"]), int(event.value["source_offset"]))
+            )
+        elif event.f in ("flush", "commit") and event.type == "ok" and job in carried:
+            value = event.value
+            if value.get("instant") is not None and value.get("checkpoint") is not None:
+                carried[job].add((int(value["checkpoint"]), str(value["instant"])))
+            if event.f == "commit" and value.get("completion") is not None:
+                completions[job].append((str(value["instant"]), str(value["completion"])))
     out = []
     for name, job in jobs_by_name.items():
         src = job["source"]
@@ -93,7 +191,18 @@ def build_ledger(events: Sequence[Event]) -> Ledger:
             lateness_ms=int(src.get("lateness_ms", 0)),
         )
         offset, index = covered[name]
-        out.append(JobLedger(name, source, emitted[name], offset, index))
+        out.append(
+            JobLedger(
+                name,
+                source,
+                emitted[name],
+                offset,
+                index,
+                tuple(checkpoints[name]),
+                tuple(sorted(carried[name])),
+                tuple(completions[name]),
+            )
+        )
     return Ledger(setup.value, tuple(out))
 
 

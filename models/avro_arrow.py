@@ -491,7 +491,16 @@ def avro_schema_for(arrow_schema: pa.Schema, name: str, namespace: str) -> str:
     get a schema like the ones Hudi writes. Nullable fields become ``["null", T]`` with default
     ``null``. The result maps back to ``arrow_schema`` through :func:`arrow_schema_for`, except
     that narrower types widen (int8/16 -> int32, date64 -> date32, second timestamps -> ms, ...).
+
+    Memoized: every log block a writer appends carries its schema, and a run writes thousands of
+    blocks with one schema (the result depends only on names, types and nullability, which Arrow
+    schema equality compares).
     """
+    return _avro_schema_for(arrow_schema, name, namespace)
+
+
+@lru_cache(maxsize=256)
+def _avro_schema_for(arrow_schema: pa.Schema, name: str, namespace: str) -> str:
     full = f"{namespace}.{name}" if namespace else name
     schema = {
         "type": "record",

@@ -26,6 +26,41 @@ per task and, once all arrived, commits the re-sent events of instants still pen
 the restored checkpoint covered (minibatch: the restored open instant is committed then, together
 with the events the tasks re-send for it).
 
+Every commit *finalizes the write* as Hudi's write client does (``HoodieTable.finalizeWrite`` ->
+``reconcileAgainstMarkers``, done by :meth:`TableWriter.commit`): a data file the instant's markers
+announce as created but no write status of the commit names is deleted, so files left out of a
+commit's metadata are gone, not silently visible.
+
+OCC: a commit that loses its conflict check (:class:`~models.concurrency.ConcurrentWriteConflict`)
+is not failed over into the same conflict forever: its own rows are re-written under a new instant
+and committed (:func:`models.concurrency.retry_write`, since the source will not replay data a
+completed checkpoint covered), and a restored coordinator that finds such a retry
+(:func:`models.concurrency.superseded_by`) only rolls the aborted instant back.
+
+Known-bad variants (``[protocol]`` switches; PROTOCOL.md section 6):
+
+``commit_scope = "latest_only"``
+    On the notification for ``n`` commit only the newest buffered instant below ``n`` and drop the
+    older ones. It breaks Flink's subsume contract: when the notification for ``n - 1`` was lost,
+    the instant it should have committed is never committed and the data its completed checkpoint
+    covered is lost (the real rule, ``all_below``, commits every buffer below ``n`` in order).
+``snapshot_partial_buffers = True`` (apache/hudi#19215)
+    :meth:`snapshot_state` also keeps buffers that are still being filled. What the issue and its
+    fix (apache/hudi#19237) show: Hudi 1.1's ``checkpointCoordinator`` serialized the whole
+    ``EventBuffers`` map, including the entry of the instant the tasks were still writing (its
+    slots null, or holding only eager-flush events whose ``lastBatch`` is false); on a global
+    failover (same job graph, coordinator reset to the checkpoint) ``restoreEvents`` re-committed
+    that restored entry, and the instant was then *completed* with only the statuses the entry held;
+    the tasks' complete events for it (from their own state, written after the coordinator's
+    snapshot) are then ignored as belonging to a committed instant, so the files of the last batch
+    are orphaned: data the completed checkpoint covered is lost. The fix serializes only fully
+    received buffers (``EventBuffers.getAllCompletedEvents``) and has the tasks re-send their state
+    on a global failover too. Here the tasks always re-send (the fixed task side), so the variant
+    is the snapshot side alone: a restored buffer with no event at all commits nothing (Hudi's
+    ``isEmptyDataWriteBuffer``) and the re-sent events commit it whole, while a restored buffer
+    holding eager-flush events is committed half, and finalizing that commit deletes the files of
+    the missing last batches.
+
 Functions that wait (time generation, commits under the table lock) return
 :data:`models.ports.Steps`. Storage errors during a commit are retried (Hudi retries commits);
 protocol errors raise :class:`CoordinatorError`, which fails the job (a Flink failover).
@@ -36,14 +71,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from models import concurrency
 from models.commit_metadata import WriteStat
+from models.concurrency import ConcurrentWriteConflict
 from models.instant import Instant, State
 from models.ports import Steps
+from models.rollback import rollback
 from models.write_events import BootstrapEvent, WriteMetadataEvent
 from models.writer import TableWriter
 
 COORDINATOR_MODES = ("async", "blocking", "minibatch")
+COMMIT_SCOPES = ("all_below", "latest_only")
 COMMIT_RETRIES = 3
+"""Markers of created files: the ones finalizing a write may delete (appends to a log are not)."""
 
 
 class CoordinatorError(RuntimeError):
@@ -63,6 +103,11 @@ class EventBuffer:
         """Every task sent its last batch (Hudi's ``allEventsReceived``); eager-flush events alone
         fill a slot but do not complete it."""
         return all(e is not None and e.last_batch for e in self.events)
+
+    @property
+    def is_empty(self) -> bool:
+        """No task sent anything yet (Hudi's ``isEmptyDataWriteBuffer``): nothing to commit."""
+        return all(e is None for e in self.events)
 
     @property
     def write_stats(self) -> tuple[WriteStat, ...]:
@@ -123,11 +168,19 @@ class WriteCoordinator:
         operation_type: str = "UPSERT",
         allow_empty_commit: bool = True,
         precommit: Callable[[Instant, tuple[WriteStat, ...]], None] | None = None,
+        commit_scope: str = "all_below",
+        snapshot_partial_buffers: bool = False,
+        on_instant_start: Callable[[Instant], None] | None = None,
     ) -> None:
         """``precommit(instant, stats)`` runs under the table lock right before the completed
-        file is created (OCC conflict checks); raising aborts the commit."""
+        file is created (OCC conflict checks); raising aborts the commit. ``commit_scope`` and
+        ``snapshot_partial_buffers`` are the known-bad variants of the module docstring.
+        ``on_instant_start(instant)`` runs when an OCC retry creates a new instant (start its
+        heartbeat: under LAZY cleaning an instant without one looks failed)."""
         if mode not in COORDINATOR_MODES:
             raise ValueError(f"mode must be one of {COORDINATOR_MODES}, not {mode!r}")
+        if commit_scope not in COMMIT_SCOPES:
+            raise ValueError(f"commit_scope must be one of {COMMIT_SCOPES}, not {commit_scope!r}")
         if parallelism < 1:
             raise ValueError("parallelism must be >= 1")
         self.writer = writer
@@ -136,6 +189,9 @@ class WriteCoordinator:
         self.operation_type = operation_type
         self.allow_empty_commit = allow_empty_commit
         self.precommit = precommit
+        self.commit_scope = commit_scope
+        self.snapshot_partial_buffers = snapshot_partial_buffers
+        self.on_instant_start = on_instant_start
         self.buffers: dict[int, EventBuffer] = {}
         self._closed: set[int] = set()  # blocking: tasks done with the current instant
         self._restored_checkpoint: int | None = None
@@ -222,14 +278,15 @@ class WriteCoordinator:
 
     def snapshot_state(self, checkpoint_id: int) -> CoordinatorState:
         """``checkpointCoordinator(i)``: persist the fully received buffers with id < i
-        (minibatch: the current buffer as received so far)."""
+        (minibatch: the current buffer as received so far; variant ``snapshot_partial_buffers``:
+        every buffer with id < i, received or not)."""
         if self.mode == "minibatch":
             kept = tuple(self.buffers[k] for k in sorted(self.buffers))
         else:
             kept = tuple(
                 self.buffers[k]
                 for k in sorted(self.buffers)
-                if k < checkpoint_id and self.buffers[k].complete
+                if k < checkpoint_id and (self.buffers[k].complete or self.snapshot_partial_buffers)
             )
         return CoordinatorState(checkpoint_id, kept)
 
@@ -237,11 +294,15 @@ class WriteCoordinator:
         """Commit what checkpoint ``checkpoint_id`` covers, serially in checkpoint order."""
         results: list[CommitResult] = []
         if self.mode == "async":
-            for key in sorted(self.buffers):
-                if key < checkpoint_id:
-                    result = yield from self._commit(self.buffers.pop(key))
-                    if result is not None:
-                        results.append(result)
+            covered = [key for key in sorted(self.buffers) if key < checkpoint_id]
+            if self.commit_scope == "latest_only":
+                for key in covered[:-1]:  # their notification was lost: dropped, never committed
+                    del self.buffers[key]
+                covered = covered[-1:]
+            for key in covered:
+                result = yield from self._commit(self.buffers.pop(key))
+                if result is not None:
+                    results.append(result)
             return results
         current = self._current()
         if current is None:
@@ -326,9 +387,18 @@ class WriteCoordinator:
 
     def _commit(self, buffer: EventBuffer, *, recommit: bool = False) -> Steps[CommitResult | None]:
         stats = buffer.write_stats
-        if not stats and not self.allow_empty_commit:
+        if buffer.is_empty or (not stats and not self.allow_empty_commit):
             return None
         inflight = Instant(buffer.instant, State.INFLIGHT, self.writer.default_action)
+        if recommit:
+            retried = concurrency.superseded_by(self.writer.table, buffer.instant)
+            if retried is not None:  # an OCC retry already committed this instant's rows
+                if not self._is_completed(buffer.instant):
+                    yield from rollback(
+                        self.writer.table, self.writer, inflight, self.writer.time_generator
+                    )
+                self._completed.add(buffer.instant)
+                return None
         precommit = None
         if self.precommit is not None:
             hook = self.precommit
@@ -336,17 +406,27 @@ class WriteCoordinator:
             def precommit() -> None:
                 hook(inflight, stats)
 
-        for attempt in range(COMMIT_RETRIES):
-            try:
-                done = yield from self.writer.commit(
-                    inflight, stats, self.operation_type, precommit=precommit
-                )
-                break
-            except OSError:
-                if attempt == COMMIT_RETRIES - 1:
-                    raise CoordinatorError(
-                        f"commit of {buffer.instant} failed {COMMIT_RETRIES} times"
-                    ) from None
+        try:
+            for attempt in range(COMMIT_RETRIES):
+                try:
+                    done = yield from self.writer.commit(
+                        inflight, stats, self.operation_type, precommit=precommit
+                    )
+                    break
+                except OSError:
+                    if attempt == COMMIT_RETRIES - 1:
+                        raise CoordinatorError(
+                            f"commit of {buffer.instant} failed {COMMIT_RETRIES} times"
+                        ) from None
+        except ConcurrentWriteConflict:
+            done, stats = yield from concurrency.retry_write(
+                self.writer,
+                inflight,
+                stats,
+                precommit=self.precommit,
+                operation_type=self.operation_type,
+                on_start=self.on_instant_start,
+            )
         self._completed.add(buffer.instant)
         return CommitResult(
             done,

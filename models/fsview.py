@@ -34,8 +34,10 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from models.filenames import (
+    BaseFileName,
     FileNameError,
     LogFileName,
     WriteToken,
@@ -137,6 +139,21 @@ class FileGroup:
         return None
 
 
+@lru_cache(maxsize=1 << 17)
+def _parse_listed(name: str) -> LogFileName | BaseFileName | None:
+    """A listed name parsed as a log file (leading dot) or a base file; None for anything else.
+
+    Memoized: names are immutable and a table keeps its files, so every view built over a growing
+    table would otherwise re-parse the same tens of thousands of names."""
+    try:
+        if name.startswith("."):
+            parsed = parse_log_file_name(name)
+            return None if parsed.extension != "log" or parsed.cdc else parsed
+        return parse_base_file_name(name)
+    except FileNameError:
+        return None  # .hoodie_partition_metadata, markers, anything else
+
+
 def _split_listing(
     files: Iterable[FileStatus], partition: str
 ) -> tuple[dict[str, list[BaseFile]], dict[str, list[tuple[LogFileName, FileStatus]]]]:
@@ -144,19 +161,15 @@ def _split_listing(
     logs: dict[str, list[tuple[LogFileName, FileStatus]]] = {}
     for status in files:
         name = status.name
-        try:
-            if name.startswith("."):
-                parsed = parse_log_file_name(name)
-                if parsed.extension != "log" or parsed.cdc:
-                    continue
-                logs.setdefault(parsed.file_id, []).append((parsed, status))
-            else:
-                base = parse_base_file_name(name)
-                bases.setdefault(base.file_id, []).append(
-                    BaseFile(name, base.file_id, base.instant_time, status.size)
-                )
-        except FileNameError:
-            continue  # .hoodie_partition_metadata, markers, anything else
+        parsed = _parse_listed(name)
+        if parsed is None:
+            continue
+        if type(parsed) is LogFileName:
+            logs.setdefault(parsed.file_id, []).append((parsed, status))
+        else:
+            bases.setdefault(parsed.file_id, []).append(
+                BaseFile(name, parsed.file_id, parsed.instant_time, status.size)
+            )
     return bases, logs
 
 
@@ -187,6 +200,7 @@ def build_file_groups(
         for member in members:
             pending_by_group.setdefault(member, set()).add(instant_time)
     replaced = set(replaced_file_groups)
+    times = _CompletionTimes(timeline)
     groups: list[FileGroup] = []
     for partition in sorted(listing):
         bases, logs = _split_listing(listing[partition], partition)
@@ -194,7 +208,7 @@ def build_file_groups(
             if (partition, file_id) in replaced:
                 continue
             group = _build_group(
-                timeline,
+                times,
                 partition,
                 file_id,
                 bases.get(file_id, []),
@@ -208,8 +222,34 @@ def build_file_groups(
     return groups
 
 
+class _CompletionTimes:
+    """Completion-time lookups on one timeline, memoized: thousands of logs share a few hundred
+    instants, and each lookup on the timeline normalizes the time and may consult the archive."""
+
+    def __init__(self, timeline: Timeline) -> None:
+        self._timeline = timeline
+        self._completion: dict[str, str | None] = {}
+        self._completed: dict[str, bool] = {}
+
+    def completion_time(self, requested_time: str) -> str | None:
+        try:
+            return self._completion[requested_time]
+        except KeyError:
+            found = self._completion[requested_time] = self._timeline.completion_time(
+                requested_time
+            )
+            return found
+
+    def is_completed(self, requested_time: str) -> bool:
+        try:
+            return self._completed[requested_time]
+        except KeyError:
+            found = self._completed[requested_time] = self._timeline.is_completed(requested_time)
+            return found
+
+
 def _build_group(
-    timeline: Timeline,
+    timeline: _CompletionTimes,
     partition: str,
     file_id: str,
     bases: list[BaseFile],
@@ -310,7 +350,7 @@ def _slice_for(barriers: list[str], log: LogFile) -> str:
     return barriers[i - 1]
 
 
-def _log_completion(timeline: Timeline, parsed: LogFileName, rule: str) -> str | None:
+def _log_completion(timeline: _CompletionTimes, parsed: LogFileName, rule: str) -> str | None:
     if rule == "base_instant":
         return None
     return timeline.completion_time(parsed.instant_time)

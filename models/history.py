@@ -148,15 +148,15 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     }
 
 
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+)
+"""One encoder for every line (``json.dumps`` with options builds a new one per call)."""
+
+
 def event_to_json(event: Event) -> str:
     """The event's canonical JSON line (without the newline): equal events give equal bytes."""
-    return json.dumps(
-        event_to_dict(event),
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=True,
-        allow_nan=False,
-    )
+    return _CANONICAL.encode(event_to_dict(event))
 
 
 def _refuse_constant(name: str) -> Any:

@@ -20,15 +20,15 @@ deltacommit wrote the file at all.
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from models.fsview import FileSlice, latest_file_slices
 from models.logfile import CommandBlock, DataBlock, DeleteBlock, read_log_blocks
+from models.parquet_files import read_parquet
 from models.properties import COMMIT_TIME_ORDERING, TableConfig
 from models.storage import join
 from models.table import CorruptTableError, HudiTable, ViewOptions
@@ -61,7 +61,7 @@ def merge_file_slice(table: HudiTable, timeline: Timeline, file_slice: FileSlice
     batches: list[pa.Table | DeleteKeys] = []
     if file_slice.base_file is not None:
         data = _read(table, join(file_slice.partition, file_slice.base_file.name))
-        batches.append(pq.read_table(io.BytesIO(data)))
+        batches.append(read_parquet(data))
     for log in file_slice.log_files:
         path = join(file_slice.partition, log.name)
         try:
@@ -100,52 +100,61 @@ def merge_batches(batches: list[pa.Table | DeleteKeys], config: TableConfig) -> 
 
     Deletes take their place in the sequence like any block (a delete then a re-insert keeps the
     re-inserted record), which is how Hudi's log scanner applies blocks.
+
+    Only the key, ordering and sequence columns are sorted; the winners are then taken from the
+    stacked rows in one go (key order), so the payload columns move once.
     """
     ordering = config.ordering_fields[0] if config.ordering_fields else None
     event_time = config.merge_mode != COMMIT_TIME_ORDERING and ordering is not None
     stacked = []
-    seq = 0
     for batch in batches:
         if isinstance(batch, DeleteKeys):
             keys = batch.keys
             columns = {
                 _KEY: keys.column("record_key").cast(pa.string()),
-                _SEQ: pa.array(range(seq, seq + keys.num_rows), pa.int64()),
-                _DELETE: pa.array([True] * keys.num_rows, pa.bool_()),
+                _DELETE: pa.array(np.ones(keys.num_rows, bool)),
             }
             if event_time and "ordering_value" in keys.column_names:
                 columns[ordering] = _delete_ordering(keys.column("ordering_value"))  # type: ignore[index]
             stacked.append(pa.table(columns))
         else:
             keyed = batch.append_column(_KEY, _key_column(batch, config))
-            keyed = keyed.append_column(
-                _SEQ, pa.array(range(seq, seq + batch.num_rows), pa.int64())
-            )
-            keyed = keyed.append_column(_DELETE, _deleted_flags(batch))
-            stacked.append(keyed)
-        seq += stacked[-1].num_rows
-    rows = pa.concat_tables(stacked, promote_options="permissive")
+            stacked.append(keyed.append_column(_DELETE, _deleted_flags(batch)))
+    rows = (
+        pa.concat_tables(stacked, promote_options="permissive") if len(stacked) > 1 else stacked[0]
+    )
+    n = rows.num_rows
+    if n == 0:
+        return rows.drop_columns([_KEY, _DELETE])
+    # the sequence number of a version is its position in merge order
+    seq = pa.array(np.arange(n, dtype=np.int64))
+    deleted = pc.fill_null(rows.column(_DELETE), False)
+    key = rows.column(_KEY)
     if event_time and ordering in rows.column_names:
-        rows = rows.append_column(_ORDER, _unconditional_delete(rows, ordering))
+        order_value = rows.column(ordering)
         # unconditional deletes last; nulls first: a version without an ordering value loses to
         # any version that has one
+        sortable = pa.Table.from_arrays(
+            [key, pc.and_(deleted, pc.is_null(order_value)), order_value, seq],
+            names=[_KEY, _ORDER, "value", _SEQ],
+        )
         sort_keys = [
             (_KEY, "ascending"),
             (_ORDER, "ascending"),
-            (ordering, "ascending", "at_start"),
+            ("value", "ascending", "at_start"),
             (_SEQ, "ascending"),
         ]
     else:
+        sortable = pa.Table.from_arrays([key, seq], names=[_KEY, _SEQ])
         sort_keys = [(_KEY, "ascending"), (_SEQ, "ascending")]
-    rows = rows.take(pc.sort_indices(rows, sort_keys=sort_keys))
-    keys = rows.column(_KEY)
-    if rows.num_rows:
-        shifted = pc.not_equal(keys.slice(0, rows.num_rows - 1), keys.slice(1))
-        last = pa.concat_arrays([*shifted.chunks, pa.array([True])])
-        rows = rows.filter(last)
-    rows = rows.filter(pc.invert(pc.fill_null(rows.column(_DELETE), False)))
-    drop = [c for c in (_KEY, _SEQ, _DELETE, _ORDER) if c in rows.column_names]
-    return rows.drop_columns(drop)
+    order = pc.sort_indices(sortable, sort_keys=sort_keys)
+    sorted_keys = key.take(order)
+    last = np.ones(n, bool)  # the last version of each key in sort order wins
+    changes = pc.not_equal(sorted_keys.slice(0, n - 1), sorted_keys.slice(1))
+    last[:-1] = pc.fill_null(changes, False).to_numpy(zero_copy_only=False)
+    winners = order.to_numpy()[last]
+    winners = winners[~deleted.to_numpy(zero_copy_only=False)[winners]]
+    return rows.take(pa.array(winners)).drop_columns([_KEY, _DELETE])
 
 
 def _delete_ordering(values: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -155,11 +164,6 @@ def _delete_ordering(values: pa.ChunkedArray) -> pa.ChunkedArray:
     if pa.types.is_integer(values.type) or pa.types.is_floating(values.type):
         return pc.if_else(pc.equal(values, 0), pa.scalar(None, values.type), values)
     return values
-
-
-def _unconditional_delete(rows: pa.Table, ordering: str) -> pa.ChunkedArray:
-    """True for a tombstone without an ordering value: it beats every version before it."""
-    return pc.and_(pc.fill_null(rows.column(_DELETE), False), pc.is_null(rows.column(ordering)))
 
 
 def _key_column(version: pa.Table, config: TableConfig) -> pa.ChunkedArray:
@@ -186,7 +190,7 @@ def _key_column(version: pa.Table, config: TableConfig) -> pa.ChunkedArray:
 def _deleted_flags(version: pa.Table) -> pa.ChunkedArray | pa.Array:
     if IS_DELETED in version.column_names:
         return pc.fill_null(version.column(IS_DELETED), False)
-    return pa.array([False] * version.num_rows, pa.bool_())
+    return pa.array(np.zeros(version.num_rows, bool))
 
 
 def _read(table: HudiTable, path: str) -> bytes:

@@ -27,17 +27,18 @@ Columns (the table's data columns; Hudi adds its meta columns in front):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache, lru_cache
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+
+from models.arrow_strings import decimal_strings, decimal_suffixes
 
 OPERATIONS = ("upsert", "insert")
 PARTITION_FIELD = "part"
 RECORD_KEY_FIELD = "key"
 ORDERING_FIELD = "ts"
 _TS_SCALE = 1_000_000  # ts = event_ms * scale + (offset % 10_000) * 100 + job
-_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 SCHEMA = pa.schema(
     [
@@ -52,12 +53,31 @@ SCHEMA = pa.schema(
 
 
 def splitmix64(x: np.ndarray) -> np.ndarray:
-    """Vectorized splitmix64 finalizer: a fast, well-mixed, platform-independent 64-bit hash."""
+    """Vectorized splitmix64 finalizer: a fast, well-mixed, platform-independent 64-bit hash.
+
+    uint64 arithmetic in numpy wraps modulo 2**64, which is exactly the hash's arithmetic, so no
+    masking is needed; the steps work in place on one fresh array."""
     with np.errstate(over="ignore"):
-        z = (x.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)) & _MASK64
-        z = ((z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)) & _MASK64
-        z = ((z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)) & _MASK64
-        return z ^ (z >> np.uint64(31))
+        z = x.astype(np.uint64)  # always a copy, so the caller's array is never touched
+        z += _GOLDEN_GAMMA
+        z ^= z >> _SHIFT_30
+        z *= _MIX_1
+        z ^= z >> _SHIFT_27
+        z *= _MIX_2
+        z ^= z >> _SHIFT_31
+        return z
+
+
+_GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX_2 = np.uint64(0x94D049BB133111EB)
+_SHIFT_30, _SHIFT_27, _SHIFT_31 = np.uint64(30), np.uint64(27), np.uint64(31)
+
+
+@cache
+def _salt(seed: int, job_index: int, stream: int) -> np.uint64:
+    """The per-(seed, job, stream) salt of the record hashes (a constant per source)."""
+    return splitmix64(np.array([seed * 1_000_003 + job_index * 101 + stream]))[0]
 
 
 def partition_path(part: str) -> str:
@@ -94,24 +114,43 @@ class RecordSource:
         return (np.asarray(offsets, np.int64) * 1000 // self.records_per_s).astype(np.int64)
 
     def _hash(self, offsets: np.ndarray, stream: int) -> np.ndarray:
-        salt = splitmix64(np.array([self.seed * 1_000_003 + self.job_index * 101 + stream]))[0]
-        return splitmix64(offsets.astype(np.uint64) ^ salt)
+        return splitmix64(offsets.astype(np.uint64) ^ _salt(self.seed, self.job_index, stream))
 
     def batch(self, start: int, stop: int) -> pa.Table:
-        """The records at offsets ``[start, stop)`` as one Arrow table (schema :data:`SCHEMA`)."""
+        """The records at offsets ``[start, stop)`` as one Arrow table (schema :data:`SCHEMA`).
+
+        A simulated source reads ~100 records per tick, where building the columns costs far more
+        than the rows; so records are generated :data:`BLOCK_RECORDS` offsets at a time (every
+        column is a function of its own offset only, so a slice of a block is the same rows) and
+        the last few blocks are kept.
+        """
         if not 0 <= start <= stop:
             raise ValueError(f"bad offset range [{start}, {stop})")
         if start == stop:
             return SCHEMA.empty_table()
+        first, last = start // BLOCK_RECORDS, (stop - 1) // BLOCK_RECORDS
+        if last - first > 1:  # a long range: build it directly
+            return self._records(start, stop)
+        parts = [
+            _block(self, block).slice(
+                max(start - block * BLOCK_RECORDS, 0),
+                min(stop, (block + 1) * BLOCK_RECORDS) - max(start, block * BLOCK_RECORDS),
+            )
+            for block in range(first, last + 1)
+        ]
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts).combine_chunks()
+
+    def _records(self, start: int, stop: int) -> pa.Table:
+        """The records at offsets ``[start, stop)``, built column-wise (``start < stop``)."""
         offsets = np.arange(start, stop, dtype=np.int64)
         if self.operation == "upsert":
             key_ids = (self._hash(offsets, 1) % np.uint64(self.key_space)).astype(np.int64)
-            keys = pc.binary_join_element_wise("k", _zero_padded(key_ids, 8), "")
+            keys = decimal_strings("k", key_ids, 8)
             part_ids = key_ids % self.partitions
         else:
-            keys = pc.binary_join_element_wise(f"j{self.job_index}-", _zero_padded(offsets, 12), "")
+            keys = decimal_strings(f"j{self.job_index}-", offsets, 12)
             part_ids = (self._hash(offsets, 1) % np.uint64(self.partitions)).astype(np.int64)
-        parts = pc.binary_join_element_wise("p", pa.array(part_ids.astype(str)), "")
+        parts = decimal_strings("p", part_ids, 1)
         late = (
             (self._hash(offsets, 2) % np.uint64(self.lateness_ms + 1)).astype(np.int64)
             if self.lateness_ms
@@ -122,8 +161,8 @@ class RecordSource:
         value = (self._hash(offsets, 3) >> np.uint64(1)).astype(np.int64)
         return pa.Table.from_arrays(
             [
-                keys.cast(pa.string()),
-                parts.cast(pa.string()),
+                keys,
+                parts,
                 pa.array(ts, pa.int64()),
                 pa.array(offsets, pa.int64()),
                 pa.array(np.full(len(offsets), self.job_index, np.int32), pa.int32()),
@@ -133,9 +172,14 @@ class RecordSource:
         )
 
 
-def _zero_padded(values: np.ndarray, width: int) -> pa.Array:
-    """Non-negative integers as zero-padded decimal strings, column-wise."""
-    return pc.utf8_lpad(pc.cast(pa.array(values, pa.int64()), pa.string()), width, "0")
+BLOCK_RECORDS = 4096
+"""Offsets generated at once by :meth:`RecordSource.batch` (a few hundred KB per block)."""
+
+
+@lru_cache(maxsize=32)
+def _block(source: RecordSource, index: int) -> pa.Table:
+    """Block ``index`` of ``source``: offsets ``[index, index + 1) * BLOCK_RECORDS``."""
+    return source._records(index * BLOCK_RECORDS, (index + 1) * BLOCK_RECORDS)
 
 
 def bucket_ids(keys: pa.ChunkedArray | pa.Array, buckets: int) -> np.ndarray:
@@ -147,6 +191,6 @@ def bucket_ids(keys: pa.ChunkedArray | pa.Array, buckets: int) -> np.ndarray:
     """
     if len(keys) == 0:
         return np.zeros(0, np.int64)
-    ids = pc.cast(pc.utf8_slice_codeunits(keys, 1), pa.int64()).to_numpy(zero_copy_only=False)
+    ids = decimal_suffixes(keys, 1)
     salted = splitmix64(ids.astype(np.uint64) ^ np.uint64(0x5BD1E995))
     return (salted % np.uint64(buckets)).astype(np.int64)

@@ -6,13 +6,17 @@ file groups, and the pending instant blocks archiving. Hudi's rollback, as its s
 
 1. **Plan** (``BaseRollbackPlanActionExecutor`` with ``MarkerBasedRollbackStrategy``): every marker
    under ``.hoodie/.temp/<instant>/<partition>/<file>.marker.<TYPE>`` names a file the failed
-   write created. ``CREATE``/``MERGE`` markers name base files: one request per file, with empty
-   file id and base instant (as in the fixture ``sample_table_mor_avro_v9_nonpartitioned_rollback``).
-   ``APPEND`` markers, for table version 8+, name the log file itself, which carries the failed
-   instant in its name and holds only its blocks, so the file is deleted too (one request with the
-   file id and the instant; ``TestMarkerBasedRollbackStrategy``). Version 6 appended rollback command
-   blocks instead; not modeled. Beyond the markers we also delete any data file whose name carries
-   the failed instant (the listing fallback of ``ListingBasedRollbackStrategy`` for version 8+):
+   write created. A base file's marker (``CREATE``/``MERGE``) gives one request per file, with
+   empty file id and base instant (as in the fixture
+   ``sample_table_mor_avro_v9_nonpartitioned_rollback``). A log file's marker, for table
+   version 8+, names the log file itself, which carries the failed instant in its name and holds
+   only its blocks, so the file is deleted too (one request with the file id and the instant;
+   ``TestMarkerBasedRollbackStrategy``). Hudi 1.x marks a new log file ``CREATE``
+   (``WriteMarkers.createLogMarkerIfNotExists``); ``APPEND`` log markers come from table
+   version 6 writers (``AppendMarkerHandler``), whose rollback appended command blocks instead
+   (not modeled). Requests are told apart by the file's name, whatever the marker type. Beyond
+   the markers we also delete any data file whose name carries the failed instant (the listing
+   fallback of ``ListingBasedRollbackStrategy`` for version 8+):
    a marker is written before its file, so normally this finds nothing new.
    The plan is written as ``<r>.rollback.requested`` (Avro ``HoodieRollbackPlan``), then
    ``<r>.rollback.inflight`` (empty, as in the fixture).

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -29,8 +30,9 @@ class FileStatus:
     size: int
     modified_ms: int
 
-    @property
+    @cached_property
     def name(self) -> str:
+        """The last path component (computed once: views read it for every file, every time)."""
         return self.path.rsplit("/", 1)[-1]
 
 
@@ -87,27 +89,33 @@ class InMemoryStorage:
     ``modified_ms`` comes from :attr:`now_ms`, which the owner (the simulator, or a test) sets; the
     storage never reads a real clock. Files are also indexed by folder, so listing a folder costs
     what is in it, not what is in the whole table (a simulated table holds tens of thousands of
-    files and the protocol lists the timeline on every commit).
+    files and the protocol lists the timeline on every commit); a folder's sorted listing is kept
+    until the folder changes, since partitions are listed far more often than written.
     """
 
     def __init__(self) -> None:
-        self._files: dict[str, tuple[bytes, int]] = {}
+        self._files: dict[str, tuple[bytes, FileStatus]] = {}
         self._folders: dict[str, set[str]] = {}  # folder -> names of files directly inside
+        self._listings: dict[str, list[FileStatus]] = {}  # folder -> sorted listing, until changed
         self.now_ms = 0
 
     def _index(self, path: str) -> None:
         folder, _, name = path.rpartition("/")
         self._folders.setdefault(folder, set()).add(name)
+        self._listings.pop(folder, None)
 
     def create_if_absent(self, path: str, data: bytes) -> None:
         _check_relative(path)
         if path in self._files:
             raise FileAlreadyExistsError(path)
-        self._files[path] = (bytes(data), self.now_ms)
-        self._index(path)
+        self._store(path, data)
 
     def write(self, path: str, data: bytes) -> None:
-        self._files[_check_relative(path)] = (bytes(data), self.now_ms)
+        self._store(_check_relative(path), data)
+
+    def _store(self, path: str, data: bytes) -> None:
+        content = bytes(data)
+        self._files[path] = (content, FileStatus(path, len(content), self.now_ms))
         self._index(path)
 
     def read(self, path: str) -> bytes:
@@ -122,6 +130,7 @@ class InMemoryStorage:
     def delete(self, path: str) -> None:
         if self._files.pop(_check_relative(path), None) is not None:
             folder, _, name = path.rpartition("/")
+            self._listings.pop(folder, None)
             names = self._folders[folder]
             names.discard(name)
             if not names:
@@ -130,12 +139,13 @@ class InMemoryStorage:
     def list_dir(self, path: str) -> list[FileStatus]:
         _check_folder(path)
         folder = path.strip("/")
-        out = []
-        for name in sorted(self._folders.get(folder, ())):
-            full = f"{folder}/{name}" if folder else name
-            data, mtime = self._files[full]
-            out.append(FileStatus(full, len(data), mtime))
-        return out
+        listing = self._listings.get(folder)
+        if listing is None:
+            prefix = f"{folder}/" if folder else ""
+            files = self._files
+            listing = [files[prefix + name][1] for name in sorted(self._folders.get(folder, ()))]
+            self._listings[folder] = listing
+        return list(listing)
 
     def list_subdirs(self, path: str) -> list[str]:
         _check_folder(path)

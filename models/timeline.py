@@ -261,13 +261,35 @@ def instants_from_listing(files: Iterable[FileStatus], layout_version: int) -> t
 
 
 class ActiveTimeline:
-    """A table's timeline on storage: load it, and move instants through their states."""
+    """A table's timeline on storage: load it, and move instants through their states.
 
-    def __init__(self, storage: Storage, config: TableConfig) -> None:
+    ``put_if_absent`` (default True, Hudi's requirement on storage) makes every instant file
+    write-once. False is the protocol variant of a storage without atomic put-if-absent (an object
+    store without conditional writes): a create silently overwrites a file of the same name, and
+    completing an instant does not look for a completed file of it under another completion time
+    (in layout 2 that check is what makes the completed state write-once, since the name carries
+    the completion time; Hudi itself just writes ``<t>_<completion>``). Two writers that drew the
+    same instant time then both write data files under it and both complete it. They share the
+    instant's markers, so the first commit's finalization (``reconcileAgainstMarkers``) deletes
+    the files the other writer created so far, and the second commit names files that are gone:
+    a lost write, and no error anywhere.
+    """
+
+    def __init__(
+        self, storage: Storage, config: TableConfig, *, put_if_absent: bool = True
+    ) -> None:
         self.storage = storage
         self.config = config
         self.layout_version = config.layout_version
         self.folder = config.timeline_dir
+        self.put_if_absent = put_if_absent
+
+    def _create(self, path: str, content: bytes) -> None:
+        """Create an instant file: put-if-absent, or a silent overwrite (the variant)."""
+        if self.put_if_absent:
+            self.storage.create_if_absent(path, content)
+        else:
+            self.storage.write(path, content)
 
     def load(self) -> Timeline:
         return Timeline(
@@ -291,7 +313,7 @@ class ActiveTimeline:
         """Create ``<t>.<action>.requested``; FileAlreadyExistsError if that instant exists."""
         self._require_writable()
         instant = Instant(requested_time, State.REQUESTED, action)
-        self.storage.create_if_absent(self.path_of(instant), content)
+        self._create(self.path_of(instant), content)
         return instant
 
     def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
@@ -299,7 +321,7 @@ class ActiveTimeline:
         if instant.state is not State.REQUESTED:
             raise TimelineError(f"only a requested instant goes inflight, not {instant}")
         inflight = Instant(instant.requested_time, State.INFLIGHT, instant.action)
-        self.storage.create_if_absent(self.path_of(inflight), content)
+        self._create(self.path_of(inflight), content)
         return inflight
 
     def complete(
@@ -325,7 +347,9 @@ class ActiveTimeline:
 
         def create(completion_time: str) -> Instant:
             # checked under the lock: a completed file of this instant under any completion time
-            if any(f.name.startswith(prefix) for f in self.storage.list_dir(self.folder)):
+            if self.put_if_absent and any(
+                f.name.startswith(prefix) for f in self.storage.list_dir(self.folder)
+            ):
                 raise TimelineError(f"{instant} is already completed")
             if completion_time <= instant.requested_time:
                 raise TimelineError(
@@ -334,7 +358,7 @@ class ActiveTimeline:
             if precommit is not None:
                 precommit()
             done = Instant(instant.requested_time, State.COMPLETED, instant.action, completion_time)
-            self.storage.create_if_absent(self.path_of(done), content)
+            self._create(self.path_of(done), content)
             return done
 
         return (yield from time_generator.consume_time(create))  # type: ignore[attr-defined]

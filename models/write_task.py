@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from models.arrow_strings import decimal_suffixes
 from models.commit_metadata import WriteStat
 from models.instant import Instant
 from models.properties import COMMIT_TIME_ORDERING
@@ -76,7 +77,7 @@ class WriteTask:
         the greatest ordering value, or the last one under commit-time ordering)."""
         if not self._buffer:
             return None
-        rows = pa.concat_tables(self._buffer)
+        rows = pa.concat_tables(self._buffer).combine_chunks()
         self._buffer, self._buffered_rows = [], 0
         if self.operation == "upsert":
             rows = precombine(rows, self.merge_mode)
@@ -113,24 +114,30 @@ class WriteTask:
 
 def precombine(rows: pa.Table, merge_mode: str) -> pa.Table:
     """Keep one version per record key: the greatest ordering value (event-time ordering) or the
-    latest in the batch (commit-time ordering). Column-wise: a sort plus a neighbour compare."""
-    if rows.num_rows < 2:
+    latest in the batch (commit-time ordering). Column-wise: one sort of the key (and ordering)
+    columns, a neighbour compare, and a single take of the winners in their original order."""
+    n = rows.num_rows
+    if n < 2:
         return rows
-    position = pa.array(np.arange(rows.num_rows, dtype=np.int64))
-    indexed = rows.append_column("__pos", position)
-    ordering = (
-        [("__pos", "descending")]
-        if merge_mode == COMMIT_TIME_ORDERING
-        else [(ORDERING_FIELD, "descending"), ("__pos", "descending")]
-    )
-    order = pc.sort_indices(indexed, [(RECORD_KEY_FIELD, "ascending"), *ordering])
-    sorted_rows = indexed.take(order)
-    keys = sorted_rows.column(RECORD_KEY_FIELD).to_numpy(zero_copy_only=False)
-    first = np.ones(len(keys), bool)
-    first[1:] = keys[1:] != keys[:-1]
-    kept = sorted_rows.filter(pa.array(first))
-    kept = kept.take(pc.sort_indices(kept, [("__pos", "ascending")]))
-    return kept.drop_columns(["__pos"])
+    position = pa.array(np.arange(n, dtype=np.int64))
+    if merge_mode == COMMIT_TIME_ORDERING:
+        keyed = pa.table({"key": rows.column(RECORD_KEY_FIELD), "pos": position})
+        ordering = [("key", "ascending"), ("pos", "descending")]
+    else:
+        keyed = pa.table(
+            {
+                "key": rows.column(RECORD_KEY_FIELD),
+                "ord": rows.column(ORDERING_FIELD),
+                "pos": position,
+            }
+        )
+        ordering = [("key", "ascending"), ("ord", "descending"), ("pos", "descending")]
+    order = pc.sort_indices(keyed, ordering)
+    keys = keyed.column("key").take(order)
+    first = np.ones(n, bool)  # the first row of each key in sort order is its winner
+    first[1:] = pc.not_equal(keys.slice(1), keys.slice(0, n - 1)).to_numpy()
+    winners = np.sort(order.to_numpy()[first])  # back in arrival order
+    return rows.take(pa.array(winners))
 
 
 @dataclass(frozen=True)
@@ -182,9 +189,7 @@ def route(rows: pa.Table, buckets_per_partition: int, parallelism: int) -> list[
 
 
 def _partition_indexes(rows: pa.Table) -> np.ndarray:
-    return pc.cast(pc.utf8_slice_codeunits(rows.column(PARTITION_FIELD), 1), pa.int64()).to_numpy(
-        zero_copy_only=False
-    )
+    return decimal_suffixes(rows.column(PARTITION_FIELD), 1)
 
 
 def write_records(

@@ -8,7 +8,23 @@ Hudi's on-disk format (table version 8, timeline layout 2), so that the independ
 2. ``write_base_file`` / ``append_log_file``: a marker under ``.hoodie/.temp/<instant>/`` first
    (so a rollback can find the file), then the data file named with the instant's requested time.
 3. ``commit``: commit metadata (write stats + the Avro schema in ``extraMetadata``), completion time
-   generated and the completed file created under the generator's lock; markers removed.
+   generated and, under the generator's lock, the write finalized (below) and the completed file
+   created; markers removed.
+
+Finalizing a write (Hudi's ``HoodieTable.finalizeWrite`` -> ``reconcileAgainstMarkers``, run by the
+write client's ``commit`` after conflict resolution and before ``saveAsComplete``): every data file
+a ``CREATE``/``MERGE`` marker of the instant announces (``WriteMarkers.createdAndMergedDataPaths``)
+that no write stat of the commit lists is deleted. Hudi does it for the duplicate files of retried
+Spark tasks; in a Flink job it is what keeps a re-commit honest: a restored instant re-committed
+with the write statuses a checkpoint kept must not leave visible the files flushed into it after
+that checkpoint (the source replays those records under a new instant). Completed readers take
+every file named with a completed instant, so an unlisted file left behind would be visible data
+nobody committed. Log files are included: table version 8+ names each log file after the
+deltacommit that creates it and Hudi 1.x marks it ``CREATE``
+(``WriteMarkers.createLogMarkerIfNotExists``; the ``APPEND`` markers of ``AppendMarkerHandler``
+exist for table version 6 only, whose logs are shared across instants and "already fail-safe"),
+so an unlisted log file is garbage of this instant like any base file; a listed one stays. One
+marker listing per commit.
 
 Compaction follows PROTOCOL.md section 4: ``schedule_compaction`` plans, for each file group, the
 latest slice's base file plus the logs committed by then (all of which completed before the new
@@ -24,12 +40,13 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from models.arrow_strings import numbered_strings
 from models.avro_arrow import avro_schema_for
 from models.commit_metadata import (
     CommitMetadata,
@@ -51,6 +68,7 @@ from models.filenames import (
 from models.fsview import BaseFile, FileSlice, LogFile, latest_file_slices
 from models.instant import Instant, State
 from models.logfile import DataBlock, DeleteBlock, write_log_blocks
+from models.parquet_files import base_file_parquet
 from models.ports import Steps
 from models.properties import (
     COMMIT_TIME_ORDERING,
@@ -70,6 +88,7 @@ from models.properties import (
     format_properties,
 )
 from models.reader import merge_file_slice, merge_versions
+from models.rollback import delete_markers, list_markers
 from models.storage import FileAlreadyExistsError, Storage, join
 from models.table import PROPERTIES_PATH, HudiTable, ViewOptions
 from models.timeline import Timeline
@@ -83,6 +102,9 @@ META_COLUMNS = (
 )
 PARTITION_METADATA = ".hoodie_partition_metadata"
 MARKERS_FOLDER = ".hoodie/.temp"
+RECONCILED_MARKER_TYPES = ("CREATE", "MERGE")
+"""Markers whose files finalizing a write deletes when the commit does not list them
+(``createdAndMergedDataPaths``)."""
 
 
 class WriteError(RuntimeError):
@@ -188,10 +210,14 @@ class TableWriter:
         *,
         compacted: bool = False,
         precommit: Callable[[], None] | None = None,
+        extra_metadata: Mapping[str, str] | None = None,
     ) -> Steps[Instant]:
         """Complete ``instant`` with the given write stats; markers are removed afterwards.
 
-        ``precommit`` runs under the table lock right before the completed file is created."""
+        Under the table lock, right before the completed file is created: ``precommit`` (the OCC
+        conflict check; raising aborts the commit), then :meth:`finalize_write`.
+        ``extra_metadata`` joins the schema in the commit's ``extraMetadata``."""
+        stats = tuple(stats)
         by_partition: dict[str, list[WriteStat]] = {}
         for stat in stats:
             by_partition.setdefault(stat.partition_path, []).append(stat)
@@ -200,18 +226,40 @@ class TableWriter:
             or self._default_schema
             or self._latest_schema()
         )
-        extra = {"schema": schema} if schema else {}
+        extra = {**(extra_metadata or {}), **({"schema": schema} if schema else {})}
         meta = CommitMetadata(
             partition_to_write_stats={p: tuple(s) for p, s in by_partition.items()},
             compacted=compacted,
             operation_type=operation_type,
             extra_metadata=extra,
         )
+
+        def finalize() -> None:
+            if precommit is not None:
+                precommit()
+            self.finalize_write(instant.requested_time, stats)
+
         done = yield from self.timeline.complete(
-            instant, write_commit_metadata(meta), self.time_generator, precommit=precommit
+            instant, write_commit_metadata(meta), self.time_generator, precommit=finalize
         )
-        self._delete_markers(instant.requested_time)
+        delete_markers(self.storage, instant.requested_time)
         return done
+
+    def finalize_write(self, instant_time: str, stats: Iterable[WriteStat]) -> list[str]:
+        """Delete the data files ``instant_time`` created that ``stats`` do not list; return them.
+
+        Hudi's ``reconcileAgainstMarkers`` (module docstring): the instant's ``CREATE``/``MERGE``
+        markers name every file it created, the write stats name the files it commits. Idempotent
+        (a retried commit finalizes again; a file already gone counts as deleted)."""
+        listed = {s.path for s in stats}
+        invalid = sorted(
+            m.data_path
+            for m in list_markers(self.storage, instant_time)
+            if m.marker_type in RECONCILED_MARKER_TYPES and m.data_path not in listed
+        )
+        for path in invalid:
+            self.storage.delete(path)
+        return invalid
 
     # --- data files -----------------------------------------------------------------------------
 
@@ -242,9 +290,7 @@ class TableWriter:
                 pa.array([name] * rows.num_rows, pa.string()),
             )
         self._remember_schema(instant, records)
-        sink = io.BytesIO()
-        pq.write_table(rows, sink)
-        data = sink.getvalue()
+        data = base_file_parquet(rows)
         self._write_data_file(instant, partition, name, data, "CREATE")
         return WriteStat(
             file_id=file_id,
@@ -328,7 +374,9 @@ class TableWriter:
         if not blocks:
             raise WriteError("a log append needs records or delete keys")
         data = write_log_blocks(blocks)
-        self._write_data_file(instant, partition, name, data, "APPEND")
+        # 1.x marks each new log file CREATE; table version 6 appended to shared logs (APPEND)
+        marker_type = "CREATE" if self.table.config.version >= 8 else "APPEND"
+        self._write_data_file(instant, partition, name, data, marker_type)
         return WriteStat(
             file_id=file_id,
             path=join(partition, name),
@@ -456,19 +504,16 @@ class TableWriter:
         (key_field,) = config.record_key_fields or (None,)
         if key_field is None or key_field not in records.column_names:
             raise WriteError(f"records need the record key column {key_field!r}")
-        data = records.drop_columns([c for c in META_COLUMNS if c in records.column_names])
+        present = records.column_names
+        data = records.drop_columns([c for c in META_COLUMNS if c in present])
         n = data.num_rows
-        seqno = pc.binary_join_element_wise(
-            pa.scalar(f"{instant.requested_time}_{task_id}"),
-            pc.cast(pa.array(range(n), pa.int64()), pa.string()),
-            "_",
-        )
+        key = data.column(key_field)
         meta = {
-            "_hoodie_commit_time": pa.array([instant.requested_time] * n, pa.string()),
-            "_hoodie_commit_seqno": seqno,
-            "_hoodie_record_key": pc.cast(data.column(key_field), pa.string()),
-            "_hoodie_partition_path": pa.array([partition] * n, pa.string()),
-            "_hoodie_file_name": pa.array([file_name] * n, pa.string()),
+            "_hoodie_commit_time": pa.repeat(pa.scalar(instant.requested_time, pa.string()), n),
+            "_hoodie_commit_seqno": numbered_strings(f"{instant.requested_time}_{task_id}_", n),
+            "_hoodie_record_key": key if key.type == pa.string() else pc.cast(key, pa.string()),
+            "_hoodie_partition_path": pa.repeat(pa.scalar(partition, pa.string()), n),
+            "_hoodie_file_name": pa.repeat(pa.scalar(file_name, pa.string()), n),
         }
         columns = list(meta.values()) + list(data.columns)
         names = list(meta) + data.column_names
@@ -523,14 +568,6 @@ class TableWriter:
             if (parsed.file_id, parsed.instant_time) == (file_id, instant_time):
                 versions.append(parsed.version)
         return max(versions, default=0) + 1
-
-    def _delete_markers(self, instant_time: str) -> None:
-        stack = [join(MARKERS_FOLDER, instant_time)]
-        while stack:
-            folder = stack.pop()
-            for f in self.storage.list_dir(folder):
-                self.storage.delete(f.path)
-            stack.extend(join(folder, d) for d in self.storage.list_subdirs(folder))
 
 
 def _planned_base(op: CompactionOperation) -> BaseFile | None:

@@ -174,6 +174,9 @@ class Job:
             mode=self.mode,
             operation_type=self.operation_type,
             precommit=world.precommit_hook(self),
+            commit_scope=world.scenario.protocol.commit_scope,
+            snapshot_partial_buffers=world.scenario.protocol.snapshot_partial_buffers,
+            on_instant_start=lambda instant: world.heartbeat_started(instant.requested_time),
         )
         self.tasks = [
             WriteTask(
@@ -209,6 +212,7 @@ class Job:
         self.notify_channel = self._channel(
             "notify",
             loss=0.0 if world.draining else faults.ack_loss,
+            duplicate=0.0 if world.draining else faults.ack_duplicate,
             fifo=False,
         )
         self.history.info(
@@ -254,6 +258,7 @@ class Job:
         self, epoch: int, role: str, body: Generator[Any, Any, None]
     ) -> Generator[Any, Any, None]:
         """Run a process body; protocol/storage errors fail the job over, an interrupt ends it."""
+        self.world.nemesis.name_process(self.process_name(role))  # storage_failure targets
         try:
             yield from body
         except simpy.Interrupt:
@@ -520,6 +525,7 @@ class Job:
             checkpoint_id = self.next_checkpoint_id
             self.next_checkpoint_id += 1
             declined = fault_rng.bernoulli(faults.checkpoint_failure) and not self.world.draining
+            triggered_ms = int(self.env.now)
             self.history.invoke(me, "checkpoint", {"checkpoint": checkpoint_id})
             deadline = self.env.now + self.timeout_ms
             reply = self.env.event()
@@ -538,10 +544,9 @@ class Job:
             if not self._acks_done.triggered:
                 self._fail_checkpoint(epoch, checkpoint_id, "timed out waiting for task ACKs")
                 return
-            if declined:
-                self.history.nemesis(
-                    "checkpoint_failure", {"job": self.name, "checkpoint": checkpoint_id}
-                )
+            if self.world.nemesis.fail_checkpoint(
+                self.name, checkpoint_id, triggered_ms, randomly=declined
+            ):
                 self._fail_checkpoint(epoch, checkpoint_id, "declined by a task")
                 return
             states = tuple(self._acks[i] for i in range(self.parallelism))
@@ -552,9 +557,15 @@ class Job:
             delay = 0
             if faults.ack_delay_ms and not self.world.draining:
                 delay = fault_rng.randint(0, faults.ack_delay_ms)
-            self.notify_channel.send(
-                CheckpointComplete(epoch, checkpoint_id), self._to_coordinator, extra_delay_ms=delay
+            fate = self.world.nemesis.notification_fate(
+                self.notify_channel.name, self.name, checkpoint_id
             )
+            for _ in range(fate.copies):  # scheduled ACK faults (sim/nemesis.py)
+                self.notify_channel.send(
+                    CheckpointComplete(epoch, checkpoint_id),
+                    self._to_coordinator,
+                    extra_delay_ms=delay + fate.extra_delay_ms,
+                )
 
     def _fail_checkpoint(self, epoch: int, checkpoint_id: int, why: str) -> None:
         self.history.fail(
@@ -589,6 +600,7 @@ class Job:
     def drain(self) -> None:
         """The run is ending: no more faults on this job's channels."""
         self.notify_channel.loss = 0.0
+        self.notify_channel.duplicate = 0.0
 
 
 def _describe(error: BaseException) -> str:

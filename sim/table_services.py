@@ -15,6 +15,8 @@ decides *when* they run, as Hudi's Flink pipeline does:
   ``compaction_every_commits`` commits, executed by a compactor process, committed by it; a
   compaction interrupted by a failover is resumed after the restart.
 - Archiving runs after each commit of the table-services job.
+- OCC (jobs with ``concurrency = "occ"``): the conflict check of :mod:`models.concurrency` runs
+  under the commit lock, told which instants are the job's own earlier ones.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class TableServices:
         self.history = world.history
         self.sim = world.scenario.sim
         self.policy = world.scenario.protocol.failed_writes_cleaning
+        self._committed_by: dict[str, set[str]] = {}  # job -> instants that passed its OCC check
 
     def _now_ms(self) -> int:
         return self.world.storage._now()
@@ -191,13 +194,28 @@ class TableServices:
     # --- OCC -----------------------------------------------------------------------------------
 
     def precommit_hook(self, job: Job) -> Callable[[Instant, tuple[Any, ...]], None] | None:
-        """The OCC check under the commit lock (jobs with ``concurrency = "occ"``)."""
+        """The OCC check under the commit lock (jobs with ``concurrency = "occ"``).
+
+        The job's own instants that passed the check before this one are its predecessors in
+        the coordinator's serial commit order (:mod:`models.concurrency`: not concurrent writers
+        where this instant only appended logs). They are kept per job for the whole run, across
+        failovers: a restarted coordinator re-commits restored instants before anything newer,
+        and telling its own commits from other writers' is what apache/hudi#19024 asks of the
+        restarted Flink writer."""
         if job.spec.concurrency != "occ":
             return None
         table = self.world.table
+        own = self._committed_by.setdefault(job.name, set())
 
         def check(instant: Instant, stats: tuple[Any, ...]) -> None:
-            touched = concurrency.touched_file_groups(stats)
-            concurrency.ensure_no_conflict(table.timeline(), table, instant, touched)
+            concurrency.ensure_no_conflict(
+                table.timeline(),
+                table,
+                instant,
+                concurrency.touched_file_groups(stats),
+                predecessors=own,
+                appended=concurrency.appended_file_groups(stats),
+            )
+            own.add(instant.requested_time)
 
         return check

@@ -30,6 +30,7 @@ from models.instant import Instant
 from models.records import ORDERING_FIELD, PARTITION_FIELD, RECORD_KEY_FIELD
 from models.storage import InMemoryStorage, LocalStorage, Storage
 from models.table import HudiTable, ViewOptions
+from models.timeline import ActiveTimeline
 from models.truetime import TimeGenerator, TimeService, make_time_generator
 from models.writer import create_table
 from sim import table_services
@@ -37,8 +38,8 @@ from sim.clock import SimClock
 from sim.history import HistoryRecorder
 from sim.job import Job
 from sim.lock import SimLock
+from sim.nemesis import Nemesis, NemesisStorage
 from sim.rng import Rng
-from sim.storage import SimStorage
 
 EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: simulated time 0
 
@@ -73,7 +74,9 @@ class World:
             inner = LocalStorage(table_root)
         else:
             inner = InMemoryStorage()
-        self.storage = SimStorage(
+        self.nemesis = Nemesis(self)
+        self.storage = NemesisStorage(
+            self.nemesis,
             inner,
             now=self.now_ms,
             rng=self.rng.child("storage"),
@@ -106,6 +109,10 @@ class World:
         )
         if not scenario.protocol.archived_completion_lookup:  # apache/hudi#14365
             self.table = HudiTable(self.storage, archive_lookup=False)
+        if not scenario.protocol.put_if_absent:  # timeline files silently overwritten
+            self.table.active_timeline = ActiveTimeline(
+                self.storage, self.table.config, put_if_absent=False
+            )
         self.storage.failures_enabled = True
         self.jobs = [Job(self, spec, i) for i, spec in enumerate(scenario.jobs)]
         self.services = table_services.TableServices(self)
@@ -133,13 +140,17 @@ class World:
         return clock
 
     def time_generator(self, process: str) -> TimeGenerator:
-        return make_time_generator(
+        """``process``'s generator; every time it hands out is recorded (``instant_time``)."""
+        from sim.time_recording import record_times
+
+        generator = make_time_generator(
             self.scenario.time.generator,
             clock=self.clock(process),
             lock=self.lock,
             time_service=self.time_service,
             max_expected_clock_skew_ms=self.scenario.time.max_expected_skew_ms,
         )
+        return record_times(generator, process, self.history)
 
     # --- faults ------------------------------------------------------------------------------------
 
@@ -148,23 +159,6 @@ class World:
 
     def network_fault(self, kind: str, value: dict[str, Any]) -> None:
         self.history.nemesis(kind, value)
-
-    def _crashes(self, kind: str, per_hour: float) -> Generator[Any, Any, None]:
-        """Crash a random job's ``kind`` (writer/coordinator) as a Poisson process."""
-        rng = self.rng.child(f"crash:{kind}")
-        rate_per_ms = per_hour / 3_600_000
-        while True:
-            yield self.env.timeout(max(1, int(rng.expovariate(rate_per_ms))))
-            if self.draining:
-                return
-            job = self.jobs[rng.randint(0, len(self.jobs) - 1)]
-            target = (
-                f"{job.name}/task-{rng.randint(0, job.parallelism - 1)}"
-                if kind == "writer"
-                else f"{job.name}/coordinator"
-            )
-            self.history.nemesis("crash", {"process": target})
-            job.fail(job.epoch, f"{target} crashed")
 
     # --- hooks the jobs call -----------------------------------------------------------------------
 
@@ -260,11 +254,7 @@ class World:
         self._setup_event()
         for job in self.jobs:
             job.start()
-        faults = self.scenario.faults
-        if faults.writer_crash_per_hour > 0:
-            self.env.process(self._crashes("writer", faults.writer_crash_per_hour))
-        if faults.coordinator_crash_per_hour > 0:
-            self.env.process(self._crashes("coordinator", faults.coordinator_crash_per_hour))
+        self.nemesis.start(self.jobs)  # random faults and the [[faults.schedule]] (sim/nemesis.py)
         self.env.process(self._end_of_faults())
         duration_ms = int(self.scenario.scenario.duration_s * 1000)
         limit_ms = duration_ms + int(self.scenario.sim.drain_timeout_s * 1000)

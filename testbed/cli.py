@@ -308,5 +308,180 @@ def _print_run_summary(outcome) -> None:
     click.echo(f"replay: {outcome.replay}")
 
 
+EXIT_INTERRUPTED = 130
+
+
+def _seed_range(value: str) -> tuple[int, int]:
+    low, sep, high = value.partition(":")
+    try:
+        bounds = (int(low), int(high)) if sep else (int(value), int(value))
+    except ValueError:
+        bounds = (-1, -1)
+    if not 0 <= bounds[0] <= bounds[1]:
+        raise UserError(
+            f"--seed-range: {value!r} is not a range (allowed: LOW:HIGH with 0 <= LOW <= HIGH, "
+            "or one seed N)"
+        )
+    return bounds
+
+
+@main.command()
+@click.argument("scenario_file", metavar="SCENARIO.toml", type=click.Path(dir_okay=False))
+@click.option(
+    "--examples",
+    type=click.IntRange(min=1),
+    default=200,
+    show_default=True,
+    help="Candidates (run seed + fault schedule) to try before giving up.",
+)
+@click.option(
+    "--shrink-runs",
+    type=click.IntRange(min=0),
+    default=200,
+    show_default=True,
+    help="Most simulations spent shrinking a failure once one is found.",
+)
+@click.option(
+    "--seed",
+    "search_seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed of the search itself: the same seed tries the same candidates.",
+)
+@click.option(
+    "--seed-range",
+    metavar="LOW:HIGH",
+    default="0:1000000",
+    show_default=True,
+    help="Run seeds to draw from, both ends included (or one seed N).",
+)
+@click.option(
+    "--max-duration-s",
+    type=click.IntRange(min=0),
+    help="Longest run to try, in simulated seconds (default: the scenario's duration_s; "
+    "0: always exactly duration_s, no shorter runs).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    help="Folder for explore.json and counterexample.toml "
+    "(default: runs/<scenario name>-explore-seed<seed>; replaced if it exists).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress line.")
+def explore(
+    scenario_file: str,
+    examples: int,
+    shrink_runs: int,
+    search_seed: int,
+    seed_range: str,
+    max_duration_s: int | None,
+    out: str | None,
+    quiet: bool,
+) -> None:
+    """Search fault schedules and seeds for SCENARIO.toml until an invariant breaks.
+
+    The scenario's random fault rates become explicit [[faults.schedule]] entries drawn by
+    hypothesis (rates set to 0); each candidate is simulated in memory and checked. The first
+    failure is shrunk to the smallest schedule, shortest run and smallest seed, written as a
+    scenario file that `testbed run` replays, and explained.
+
+    \b
+    A failure is any violation for a real-protocol scenario ([expect] violations = []), and a
+    violation of an expected invariant for a known-bad variant. Exit code 0 when nothing
+    unexpected happened (real protocol: no violation found; known-bad: the violation was
+    found), 1 otherwise (a real-protocol counterexample, an escaped variant, a simulator
+    error), 2 on bad input, 130 when interrupted (what was found is still written).
+    """
+    from scenarios.schema import ScenarioError, load_scenario
+    from testbed import explore as search
+
+    source = Path(scenario_file)
+    if not source.is_file():
+        raise UserError(f"{scenario_file}: no such file")
+    try:
+        scenario = load_scenario(source)
+    except ScenarioError as err:
+        raise UserError(str(err)) from None
+    seeds = _seed_range(seed_range)
+    target = Path(out) if out else search.default_out(scenario, search_seed)
+    status = None if quiet else _ExploreStatus(scenario.scenario.name, examples)
+    try:
+        result = search.explore(
+            scenario,
+            examples=examples,
+            shrink_runs=shrink_runs,
+            seed=search_seed,
+            seed_range=seeds,
+            max_duration_s=max_duration_s,
+            progress=status and status.update,
+        )
+    finally:
+        if status is not None:
+            status.close()
+    counterexample = search.write_result(result, target, seed=search_seed)
+    for line in search.report_lines(result, counterexample, target):
+        click.echo(line)
+    if result.interrupted:
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(1 if result.unexpected else 0)
+
+
+class _ExploreStatus:
+    """One live line on stderr: examples tried, runs, the best failure so far."""
+
+    def __init__(self, name: str, examples: int) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            TextColumn(f"exploring {name}"),
+            BarColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self.task = self.progress.add_task("", total=examples)
+        self.progress.start()
+
+    def update(self, state) -> None:
+        if state.best is None:
+            text = f"{state.examples} examples, nothing yet"
+        else:
+            best = state.best
+            text = (
+                f"{state.examples} examples, shrinking ({state.runs} runs): "
+                f"{len(best.schedule)} faults, {best.duration_s:g} s, seed {best.seed} -> "
+                + ", ".join(state.best_violated or ("error",))
+            )
+        self.progress.update(self.task, completed=state.examples, description=text)
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+@main.command()
+@click.argument("run_dir", metavar="RUN_DIR", type=click.Path(file_okay=False))
+def check(run_dir: str) -> None:
+    """Re-check the recorded run folder RUN_DIR and compare with its result.json.
+
+    Runs every checker over history.jsonl and the run's table: table/ for a local run (also
+    read by the independent reader hudi-rs, whose snapshot must equal ours), or, for a memory
+    run, a table rebuilt by re-running scenario.toml (valid only if the re-run replays the
+    recorded history exactly). Prints the verdicts like `testbed run`, then every difference.
+    Exit code 0 when everything matches result.json, 1 on a mismatch, 2 on bad input.
+    """
+    from testbed.check import CheckInputError, check_run, report_lines
+
+    try:
+        report = check_run(Path(run_dir))
+    except CheckInputError as err:
+        raise UserError(str(err)) from None
+    for line in report_lines(report):
+        click.echo(line)
+    sys.exit(0 if report.match else 1)
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

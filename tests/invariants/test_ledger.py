@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
-from invariants.ledger import LedgerError, build_ledger
+from invariants.ledger import NEVER_COMMITTED, LedgerError, build_ledger
 from models.history import Event, read_history, write_history
 from models.records import RecordSource
 
@@ -85,6 +86,15 @@ class History:
         if type == "ok":
             value["source_offset"] = offset
         return self.add(f"{job}/checkpoint", type, "checkpoint", value)
+
+    def flush(self, job: str, instant: str, checkpoint: int, task: int = 0) -> Event:
+        """A write task's flush into ``instant`` of data carrying ``checkpoint``."""
+        value = {"task": task, "instant": instant, "checkpoint": checkpoint, "files": []}
+        return self.add(f"{job}/task-{task}", "ok", "flush", {**value, "last_batch": False})
+
+    def commit(self, job: str, instant: str, completion: str, checkpoint: int) -> Event:
+        value = {"instant": instant, "completion": completion, "checkpoint": checkpoint}
+        return self.add(f"{job}/coordinator", "ok", "commit", {**value, "files": []})
 
 
 def record_source(src: dict) -> RecordSource:
@@ -165,16 +175,124 @@ def test_commit_time_ordering_keeps_the_last_offset_of_one_job():
     assert ledger.model().to_pylist() == brute_force_model(ledger.records(), by="offset")
 
 
-def test_commit_time_ordering_across_jobs_falls_back_to_event_time():
-    def model(mode: str) -> pa.Table:
-        h = History()
-        h.setup(source(0, key_space=20), source(1, key_space=20), merge_mode=mode)
-        for job in ("job0", "job1"):
-            h.emit(job, 0, 150)
-            h.checkpoint(job, 1, 150)
-        return build_ledger(h.events).model()
+def t(n: int) -> str:
+    """Instant time number ``n`` (17 digits)."""
+    return f"2026010100000{n:04d}"
 
-    assert model("COMMIT_TIME_ORDERING").equals(model("EVENT_TIME_ORDERING"))
+
+def two_jobs_interleaved(h: History) -> dict[tuple[int, int], str]:
+    """Two async jobs whose commits interleave: job0's first range completes before job1's,
+    job1's second before job0's. Returns the completion time each (job, offset) is committed at,
+    as a hand-made oracle."""
+    h.emit("job0", 0, 100)
+    h.emit("job1", 0, 80)
+    h.flush("job0", t(1), -1)
+    h.flush("job1", t(2), -1)
+    h.checkpoint("job0", 1, 100)
+    h.checkpoint("job1", 1, 80)
+    h.commit("job0", t(1), t(10), -1)
+    h.commit("job1", t(2), t(11), -1)
+    h.emit("job0", 100, 200)
+    h.emit("job1", 80, 150)
+    h.flush("job0", t(3), 1)
+    h.flush("job0", t(3), 1, task=1)  # a second task, same instant
+    h.flush("job1", t(4), 1)
+    h.checkpoint("job0", 2, 200)
+    h.checkpoint("job1", 2, 150)
+    h.commit("job1", t(4), t(12), 1)
+    h.commit("job0", t(3), t(13), 1)
+    at = {(0, o): t(10) for o in range(100)} | {(0, o): t(13) for o in range(100, 200)}
+    return at | {(1, o): t(11) for o in range(80)} | {(1, o): t(12) for o in range(80, 150)}
+
+
+def brute_force_last_committed(rows: pa.Table, at: dict[tuple[int, int], str]) -> list[dict]:
+    """One winner per key: the latest commit holding it, then the later offset of that job."""
+    best: dict[str, dict] = {}
+    for row in rows.to_pylist():
+        rank = (at[(row["job"], row["offset"])], row["offset"])
+        held = best.get(row["key"])
+        if held is None or rank > (at[(held["job"], held["offset"])], held["offset"]):
+            best[row["key"]] = row
+    return [best[key] for key in sorted(best)]
+
+
+def test_commit_time_ordering_across_jobs_follows_the_commits_completion_times():
+    """The table merges by completion time, so the model does too: job0's second range
+    completed after job1's, job1's first after job0's, whatever the event times say."""
+    h = History()
+    h.setup(source(0, key_space=60), source(1, key_space=60), merge_mode="COMMIT_TIME_ORDERING")
+    at = two_jobs_interleaved(h)
+    ledger = build_ledger(h.events)
+    model = ledger.model()
+    assert model.to_pylist() == brute_force_last_committed(ledger.records(), at)
+    assert {r["job"] for r in model.to_pylist()} == {0, 1}
+    event_time = brute_force_model(ledger.records(), by="ts")
+    assert model.to_pylist() != event_time  # the two rules really disagree on this history
+
+
+def test_a_covered_version_nobody_committed_is_expected_so_its_loss_shows():
+    """job0's second range is covered by a completed checkpoint but never committed: its
+    versions win in the model (placed after every commit), so a snapshot without them fails."""
+    h = History()
+    h.setup(source(0, key_space=60), source(1, key_space=60), merge_mode="COMMIT_TIME_ORDERING")
+    two_jobs_interleaved(h)
+    lost = [e for e in h.events if e.f == "commit" and e.value["instant"] == t(3)]
+    h.events.remove(lost[0])
+    job0, _ = build_ledger(h.events).jobs
+    positions = job0.commit_positions(np.arange(200))
+    assert (positions[:100] == int(t(10))).all()
+    assert (positions[100:] == NEVER_COMMITTED).all()
+    model = build_ledger(h.events).model()
+    lost_keys = set(source_keys(0, 100, 200))
+    assert {r["key"] for r in model.to_pylist() if r["job"] == 0 and r["offset"] >= 100} == (
+        lost_keys
+    )
+
+
+def source_keys(job: int, start: int, stop: int) -> list[str]:
+    return record_source(source(job, key_space=60)).batch(start, stop).column("key").to_pylist()
+
+
+def test_commit_positions_follow_restores_and_replays():
+    """A failed checkpoint and a restore: the range after checkpoint 1 is committed by the
+    attempt that completed checkpoint 3, in the instant that received data carrying 1 there."""
+    h = History()
+    h.setup(source(0))
+    h.emit("job0", 0, 50)
+    h.flush("job0", t(1), -1)
+    h.checkpoint("job0", 1, 50)
+    h.commit("job0", t(1), t(2), -1)
+    h.emit("job0", 50, 90)
+    h.flush("job0", t(3), 1)  # this attempt fails: checkpoint 2 fails, t(3) is rolled back
+    h.checkpoint("job0", 2, 0, type="fail")
+    h.emit("job0", 50, 120)  # replay from checkpoint 1's offset
+    h.flush("job0", t(4), 1)
+    h.checkpoint("job0", 3, 120)
+    h.commit("job0", t(4), t(5), 1)
+    (job0,) = build_ledger(h.events).jobs
+    positions = job0.commit_positions(np.array([0, 49, 50, 119, 120]))
+    assert positions.tolist() == [int(t(2)), int(t(2)), int(t(5)), int(t(5)), NEVER_COMMITTED]
+
+
+def test_minibatch_data_of_one_checkpoint_split_over_two_instants_takes_the_later():
+    h = History()
+    h.setup(source(0))
+    h.emit("job0", 0, 40)
+    h.flush("job0", t(1), -1)
+    h.checkpoint("job0", 1, 40)
+    h.emit("job0", 40, 60)
+    h.flush("job0", t(1), 1)  # eager flush after the barrier, into the still open instant
+    h.commit("job0", t(1), t(2), -1)
+    h.emit("job0", 60, 80)
+    h.flush("job0", t(3), 1)  # the rest of the data carrying 1: the next instant
+    h.checkpoint("job0", 2, 80)
+    h.commit("job0", t(3), t(4), 1)
+    (job0,) = build_ledger(h.events).jobs
+    assert job0.commit_positions(np.array([10, 45, 70])).tolist() == [
+        int(t(2)),
+        int(t(4)),
+        int(t(4)),
+    ]
 
 
 def test_insert_model_is_every_record_sorted_by_key():

@@ -45,8 +45,12 @@ class Pipeline:
         storage: InMemoryStorage | None = None,
         precommit=None,
         allow_empty_commit: bool = True,
+        commit_scope: str = "all_below",
+        snapshot_partial_buffers: bool = False,
     ) -> None:
         self.mode = mode
+        self.commit_scope = commit_scope
+        self.snapshot_partial_buffers = snapshot_partial_buffers
         self.parallelism = parallelism
         self.operation = operation
         self.persist_write_meta = persist_write_meta
@@ -89,6 +93,8 @@ class Pipeline:
             operation_type="UPSERT" if self.operation == "upsert" else "INSERT",
             precommit=self.precommit,
             allow_empty_commit=self.allow_empty_commit,
+            commit_scope=self.commit_scope,
+            snapshot_partial_buffers=self.snapshot_partial_buffers,
         )
         self.tasks = [
             WriteTask(
@@ -490,6 +496,160 @@ def test_hudi_9570_without_persisted_write_meta_loses_data():
     assert orphans == {s.path for e in events for s in e.write_stats}
 
 
+# --- finalizing a commit -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("operation", ["insert", "upsert"])
+def test_commit_deletes_created_files_its_write_stats_do_not_name(operation):
+    """Hudi's reconcileAgainstMarkers: a file with a CREATE marker that no event of the commit
+    lists (a flush whose event never arrived) is deleted; the listed files stay. In 1.x every log
+    file is created for one deltacommit, so stray logs (upsert) go as well as base files."""
+    p = Pipeline("async", parallelism=2, operation=operation)
+    p.ingest(40)
+    p.checkpoint(1)
+    p.notify(1)
+    p.ingest(40)
+    instant = run(p.coordinator.request_instant(0, 1), p.clock)
+    stray = write_records(  # task 0 wrote files for the instant but its event got lost
+        p.writer,
+        Instant(instant, State.INFLIGHT, p.writer.default_action),
+        p.tasks[0].take_buffer(),
+        task_id=0,
+        layout=p.layout,
+        log_versions=p.log_versions[0],
+    )
+    assert stray and all(p.storage.exists(s.path) for s in stray)
+    p.ingest(40)
+    _, _, events = p.checkpoint(2)
+    (result,) = p.notify(2)
+    assert result.instant.requested_time == instant
+    assert not any(p.storage.exists(s.path) for s in stray)
+    assert all(p.storage.exists(s.path) for e in events for s in e.write_stats)
+    p.assert_all_files_committed_once()
+
+
+def test_commit_keeps_appended_log_files():
+    """Appends to an existing log (APPEND markers, table version 6) are never reconciled away."""
+    p = Pipeline("async", parallelism=2)
+    p.ingest(40)
+    instant = run(p.coordinator.request_instant(0, -1), p.clock)
+    appended = ".00000000-0000-4000-8000-000000000000-0_20250101000000000.log.1_0-1-0"
+    marker = f".hoodie/.temp/{instant}/part=p0/{appended}.marker.APPEND"
+    p.storage.create_if_absent(marker, b"")
+    p.storage.create_if_absent(f"part=p0/{appended}", b"#HUDI#")
+    p.checkpoint(1)
+    p.notify(1)
+    assert p.storage.exists(f"part=p0/{appended}")
+
+
+def test_a_buffer_no_task_sent_anything_to_commits_nothing():
+    """Hudi's isEmptyDataWriteBuffer: an instant was started but no event arrived; unlike a buffer
+    of empty events it is not committed even when empty commits are allowed."""
+    p = Pipeline("async", parallelism=2, allow_empty_commit=True)
+    instant = run(p.coordinator.request_instant(0, -1), p.clock)
+    assert p.coordinator.buffers[-1].is_empty
+    assert p.notify(1) == []
+    assert p.coordinator.pending_instants == []
+    assert not p.writer.timeline.load().is_completed(instant)
+
+
+# --- known-bad variants --------------------------------------------------------------------------
+
+
+def test_commit_scope_latest_only_drops_the_instant_whose_notification_was_lost():
+    """ACK 1 lost, ACK 2 arrives: the real rule commits both buffers in checkpoint order; the
+    variant commits only the newest and the first checkpoint's data is lost."""
+    runs = {}
+    for scope in ("all_below", "latest_only"):
+        p = Pipeline("async", parallelism=2, commit_scope=scope)
+        p.ingest(40)
+        _, _, first = p.checkpoint(1)
+        p.ingest(40)
+        _, _, second = p.checkpoint(2)
+        runs[scope] = (p, instant_times(p.notify(2)), first[0].instant, second[0].instant)
+    p, committed, first, second = runs["all_below"]
+    assert committed == [first, second]
+    assert p.snapshot() == p.model(p.covered[2])
+    p, committed, first, second = runs["latest_only"]
+    assert committed == [second]
+    assert p.coordinator.pending_instants == []  # dropped, never to be committed
+    assert not p.writer.timeline.load().is_completed(first)
+    got = {r["offset"] for r in p.snapshot()}
+    assert got and not got & set(range(p.covered[1]))  # the first checkpoint's records are gone
+    assert p.snapshot() != p.model(p.covered[2])
+
+
+def test_commit_scope_latest_only_is_the_real_rule_when_no_notification_is_lost():
+    p = Pipeline("async", parallelism=2, commit_scope="latest_only")
+    for n in (1, 2, 3):
+        p.ingest(30)
+        p.checkpoint(n)
+        assert len(p.notify(n)) == 1
+        assert p.snapshot() == p.model(p.covered[n])
+
+
+def _partial_buffer_failover(snapshot_partial_buffers: bool):
+    """Checkpoint 2 starts while the tasks are filling buffer 1 (eager flushes only), completes,
+    and the job manager crashes before its notification: a global failover from checkpoint 2."""
+    p = Pipeline(
+        "async",
+        parallelism=2,
+        operation="insert",
+        snapshot_partial_buffers=snapshot_partial_buffers,
+    )
+    p.ingest(40)
+    p.checkpoint(1)
+    p.notify(1)
+    p.ingest(40)
+    eager = [p.flush(i) for i in range(2)]
+    p.ingest(40)
+    coordinator_state, task_states, last = p.checkpoint(2)
+    results = p.failover(coordinator_state, task_states, restored=2)
+    return p, coordinator_state, results, eager, last
+
+
+def test_partial_buffers_are_not_checkpointed_and_failover_commits_them_whole():
+    p, state, results, eager, last = _partial_buffer_failover(False)
+    assert state.buffers == ()
+    assert instant_times(results) == [eager[0].instant]
+    assert results[0].records == sum(e.records for e in eager + last)
+    assert p.snapshot() == p.model(p.covered[2])
+    p.assert_all_files_committed_once()
+
+
+def test_hudi_19215_checkpointed_partial_buffer_loses_the_last_batches():
+    p, state, results, eager, last = _partial_buffer_failover(True)
+    (buffer,) = state.buffers
+    assert not buffer.complete and buffer.instant == eager[0].instant
+    # the restore commits the instant with the eager-flush events only ...
+    assert instant_times(results) == [eager[0].instant]
+    assert results[0].records == sum(e.records for e in eager)
+    # ... the tasks' complete events are then ignored, and the last batches' files are gone
+    last_files = {s.path for e in last for s in e.write_stats}
+    assert last_files and not any(p.storage.exists(path) for path in last_files)
+    got = {r["offset"] for r in p.snapshot()}
+    assert got < set(range(p.covered[2]))
+    assert p.snapshot() != p.model(p.covered[2])
+
+
+def test_checkpointed_buffer_without_any_event_is_harmless():
+    """An all-empty buffer in the coordinator's checkpoint commits nothing on restore (Hudi's
+    isEmptyDataWriteBuffer); the tasks' re-sent events commit the instant whole."""
+    p = Pipeline("async", parallelism=2, operation="insert", snapshot_partial_buffers=True)
+    p.ingest(40)
+    p.checkpoint(1)
+    p.notify(1)
+    p.ingest(40)
+    instant = run(p.coordinator.request_instant(0, 1), p.clock)
+    coordinator_state, task_states, last = p.checkpoint(2)
+    (buffer,) = coordinator_state.buffers
+    assert buffer.is_empty and buffer.instant == instant
+    results = p.failover(coordinator_state, task_states, restored=2)
+    assert instant_times(results) == [instant]
+    assert results[0].records == sum(e.records for e in last)
+    assert p.snapshot() == p.model(p.covered[2])
+
+
 def test_restore_after_the_commit_commits_nothing_twice():
     p = Pipeline("async", parallelism=2, operation="insert")
     p.ingest(30)
@@ -672,6 +832,8 @@ def test_bad_arguments():
     p = Pipeline("async")
     with pytest.raises(ValueError):
         WriteCoordinator(p.writer, parallelism=2, mode="sync")
+    with pytest.raises(ValueError, match="commit_scope"):
+        WriteCoordinator(p.writer, parallelism=2, commit_scope="newest")
     with pytest.raises(ValueError):
         WriteCoordinator(p.writer, parallelism=0)
     with pytest.raises(CoordinatorError):

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.records import (
+    BLOCK_RECORDS,
     ORDERING_FIELD,
     PARTITION_FIELD,
     RECORD_KEY_FIELD,
@@ -222,3 +223,13 @@ def test_bucket_ids_spread_and_empty():
 
 def _fields(src: RecordSource) -> dict:
     return {f: getattr(src, f) for f in src.__dataclass_fields__}
+
+
+@pytest.mark.parametrize("operation", ["upsert", "insert"])
+def test_batches_cut_from_cached_blocks_equal_freshly_built_records(operation):
+    s = source(operation=operation, lateness_ms=7, records_per_s=333.0)
+    edge = BLOCK_RECORDS
+    for start, stop in [(0, 1), (edge - 1, edge + 1), (5, 3 * edge + 2), (2 * edge, 3 * edge)]:
+        got = s.batch(start, stop)
+        assert got.equals(s._records(start, stop))
+        assert all(column.num_chunks == 1 for column in got.columns)

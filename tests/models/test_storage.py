@@ -307,3 +307,17 @@ def test_local_storage_writes_real_files(tmp_path):
 )
 def test_join_skips_empty_parts(parts, expected):
     assert join(*parts) == expected
+
+
+def test_list_dir_follows_every_change_after_a_listing(storage):
+    storage.create_if_absent("p/a", b"1")
+    first = storage.list_dir("p")
+    first.clear()  # a caller changing its copy does not change the next listing
+    assert listing(storage.list_dir("p")) == [("p/a", 1)]
+    storage.create_if_absent("p/b", b"22")
+    assert listing(storage.list_dir("p")) == [("p/a", 1), ("p/b", 2)]
+    storage.write("p/a", b"333")
+    assert listing(storage.list_dir("p")) == [("p/a", 3), ("p/b", 2)]
+    storage.delete("p/b")
+    assert listing(storage.list_dir("p")) == [("p/a", 3)]
+    assert [f.name for f in storage.list_dir("p")] == ["a"]

@@ -10,8 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.commit_metadata import read_commit_metadata
+from models.ports import run
 from models.properties import COPY_ON_WRITE
 from models.reader import read_snapshot
+from models.rollback import list_markers
 from models.storage import FileAlreadyExistsError
 from models.writer import WriteError
 from tests.hudi_oracle import oracle_file_slices, oracle_read
@@ -115,6 +117,69 @@ def test_commit_metadata_carries_schema_and_stats(tmp_path):
     assert [s.path for s in meta.write_stats()] == [stat.path]
     markers = tmp_path / "meta" / ".hoodie" / ".temp" / c1.requested_time
     assert not [p for p in markers.rglob("*") if p.is_file()], "markers are removed on commit"
+
+
+def data_files(h: Harness) -> list[str]:
+    """Every base and log file of the table (partition/name), sorted."""
+    return sorted(
+        s.path
+        for p in h.writer.table.partitions()
+        for s in h.storage.list_dir(p)
+        if s.name.endswith(".parquet") or ".log." in s.name
+    )
+
+
+def test_commit_deletes_the_log_files_it_does_not_list_and_keeps_the_listed_ones(tmp_path):
+    """Several flushes into one instant and file group write log versions 1, 2, 3; the commit
+    lists 1 and 3 (2 came after the snapshot a re-commit restored): finalizing the write deletes
+    2, keeps 1 and 3, and the reader sees exactly the listed records (hudi-rs agrees)."""
+    h = Harness(tmp_path / "logs")
+    w = h.writer
+    d1 = h.start()
+    v1 = w.append_log_file(d1, "p=1", FG_A, rows(["a"], 1, 1), version=1)
+    v2 = w.append_log_file(d1, "p=1", FG_A, rows(["b"], 1, 1), version=2)
+    v3 = w.append_log_file(d1, "p=1", FG_A, rows(["c"], 1, 1), version=3)
+    markers = [m.marker_type for m in list_markers(h.storage, d1.requested_time)]
+    assert markers == ["CREATE"] * 3  # table version 8: a new log file is marked CREATE
+    h.commit(d1, [v1, v3])
+    assert data_files(h) == sorted([v1.path, v3.path])
+    assert not h.storage.exists(v2.path)
+    assert values(h.assert_agrees_with_hudi_rs()) == {"a": 1, "c": 1}
+    assert list_markers(h.storage, d1.requested_time) == []
+
+
+def test_commit_deletes_unlisted_base_files_only_of_its_own_instant(tmp_path):
+    """A retried task's duplicate base file (Hudi's reason for reconciling) goes; the files of
+    other instants, pending or completed, are not this commit's to judge."""
+    h = Harness(tmp_path / "base", COPY_ON_WRITE)
+    w = h.writer
+    c1 = h.start()
+    kept = w.write_base_file(c1, "p=1", FG_A, rows(["a"], 1, 1), task_id=0)
+    duplicate = w.write_base_file(c1, "p=1", FG_A, rows(["a"], 1, 1), task_id=1)
+    other = h.start()
+    pending = w.write_base_file(other, "p=1", FG_B, rows(["x"], 1, 1))
+    h.commit(c1, [kept])
+    assert data_files(h) == sorted([kept.path, pending.path])
+    assert duplicate.path not in data_files(h)
+    assert w.finalize_write(c1.requested_time, [kept]) == []  # idempotent: markers are gone
+
+
+def test_a_failed_conflict_check_finalizes_nothing(tmp_path):
+    """Hudi finalizes after conflict resolution: an aborted commit leaves its files to the
+    rollback (which finds them through the markers, still in place)."""
+    h = Harness(tmp_path / "abort")
+    w = h.writer
+    d1 = h.start()
+    listed = w.append_log_file(d1, "p=1", FG_A, rows(["a"], 1, 1), version=1)
+    unlisted = w.append_log_file(d1, "p=1", FG_A, rows(["b"], 1, 1), version=2)
+
+    def conflict() -> None:
+        raise RuntimeError("conflict")
+
+    with pytest.raises(RuntimeError, match="conflict"):
+        run(w.commit(d1, [listed], precommit=conflict), h.clock)
+    assert data_files(h) == sorted([listed.path, unlisted.path])
+    assert len(list_markers(h.storage, d1.requested_time)) == 2
 
 
 def test_completion_time_collision_is_an_abort_not_an_overwrite(tmp_path):

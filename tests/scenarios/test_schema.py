@@ -6,7 +6,7 @@ from __future__ import annotations
 import pickle
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 import tomli_w
@@ -26,6 +26,7 @@ from scenarios import (
     resolved_toml,
     scenario_from_dict,
 )
+from scenarios.schema import FAULT_KINDS, ScheduledFault, fault_targets
 
 MINIMAL = '[scenario]\nname = "s"\n'
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "scenarios.md"
@@ -64,10 +65,17 @@ DEFAULTS: dict[str, Any] = {
     "faults.writer_crash_per_hour": 0,
     "faults.coordinator_crash_per_hour": 0,
     "faults.storage_write_failure": 0,
+    "faults.ack_duplicate": 0,
+    "faults.clock_jump_per_hour": 0,
+    "faults.clock_jump_ms": 1000,
+    "faults.schedule": (),
     "protocol.file_slicing": "completion_time",
     "protocol.slice_anchor": "earliest_completed",
     "protocol.archived_completion_lookup": True,
     "protocol.persist_write_meta": True,
+    "protocol.put_if_absent": True,
+    "protocol.commit_scope": "all_below",
+    "protocol.snapshot_partial_buffers": False,
     "protocol.failed_writes_cleaning": "EAGER",  # "auto" resolved for one job
     "expect.violations": (),
     "sim.drain_timeout_s": 120,
@@ -176,6 +184,9 @@ def test_protocol_variants_default_to_the_real_rule() -> None:
         "slice_anchor": ("earliest_completed", "earliest_log"),
         "archived_completion_lookup": (True, False),
         "persist_write_meta": (True, False),
+        "put_if_absent": (True, False),
+        "commit_scope": ("all_below", "latest_only"),
+        "snapshot_partial_buffers": (False, True),
         "failed_writes_cleaning": ("auto", "EAGER", "LAZY"),
     }
     for name, choices in PROTOCOL_VARIANTS.items():
@@ -214,6 +225,10 @@ BAD_VALUES = [
     ("faults", "writer_crash_per_hour = -1", "faults.writer_crash_per_hour", "number >= 0"),
     ("faults", "coordinator_crash_per_hour = nan", "faults.coordinator_crash_per_hour", ">= 0"),
     ("faults", "storage_write_failure = 2", "faults.storage_write_failure", "number in [0, 1]"),
+    ("faults", "ack_duplicate = 1.1", "faults.ack_duplicate", "number in [0, 1]"),
+    ("faults", "clock_jump_per_hour = -1", "faults.clock_jump_per_hour", "number >= 0"),
+    ("faults", "clock_jump_ms = 1.5", "faults.clock_jump_ms", "integer >= 0"),
+    ("faults", "schedule = 3", "faults.schedule", "one or more [[faults.schedule]] tables"),
     ("protocol", 'file_slicing = "x"', "protocol.file_slicing", "completion_time, base_instant"),
     ("protocol", 'slice_anchor = "x"', "protocol.slice_anchor", "earliest_completed, earliest_log"),
     (
@@ -223,6 +238,14 @@ BAD_VALUES = [
         "true, false",
     ),
     ("protocol", "persist_write_meta = 1", "protocol.persist_write_meta", "true, false"),
+    ("protocol", 'put_if_absent = "no"', "protocol.put_if_absent", "true, false"),
+    ("protocol", 'commit_scope = "all"', "protocol.commit_scope", "all_below, latest_only"),
+    (
+        "protocol",
+        "snapshot_partial_buffers = 0",
+        "protocol.snapshot_partial_buffers",
+        "true, false",
+    ),
     ("protocol", 'failed_writes_cleaning = "lazy"', "protocol.failed_writes_cleaning", "LAZY"),
     ("expect", 'violations = ["nope"]', "expect.violations[0]", ", ".join(INVARIANTS)),
     ("expect", "violations = [1]", "expect.violations[0]", "exactly_once"),
@@ -494,6 +517,166 @@ def test_resolved_toml_is_deterministic_and_reads_back() -> None:
     assert resolved_toml(parse_scenario(text)) == text
 
 
+# ---------------------------------------------------------------------------------------------
+# [[faults.schedule]]
+
+TWO_JOBS = (
+    '[scenario]\nname = "s"\nduration_s = 30\n'
+    '[[jobs]]\nname = "ingest"\nwriters = 2\n[[jobs]]\nname = "backfill"\nwriters = 3\n'
+)
+
+
+def schedule_entry(**keys: Any) -> str:
+    return "[[faults.schedule]]\n" + "".join(f"{k} = {v}\n" for k, v in keys.items())
+
+
+def test_schedule_entries_parse_in_order_with_their_options() -> None:
+    text = TWO_JOBS + schedule_entry(at_s=12, kind='"crash"', target='"backfill/task-2"')
+    text += schedule_entry(at_s=3.5, kind='"lose_ack"', target='"ingest"', checkpoint=3)
+    text += schedule_entry(
+        at_s=4, kind='"clock_jump"', target='"ingest/coordinator"', delta_ms=-500
+    )
+    schedule = parse_scenario(text).faults.schedule
+    assert [(e.at_s, e.kind, e.target) for e in schedule] == [
+        (12.0, "crash", "backfill/task-2"),
+        (3.5, "lose_ack", "ingest"),
+        (4.0, "clock_jump", "ingest/coordinator"),
+    ]
+    assert (schedule[1].checkpoint, schedule[1].delay_ms, schedule[2].delta_ms) == (3, None, -500)
+
+
+def test_resolved_schedule_leaves_unset_options_out_and_reads_back() -> None:
+    text = TWO_JOBS + schedule_entry(at_s=1, kind='"delay_ack"', target='"ingest"', delay_ms=700)
+    text += schedule_entry(at_s=2, kind='"storage_failure"', target='"backfill"')
+    scenario = parse_scenario(text)
+    resolved = resolved_toml(scenario)
+    assert "checkpoint =" not in resolved and "delta_ms" not in resolved
+    assert "delay_ms = 700" in resolved
+    assert parse_scenario(resolved) == scenario
+
+
+@pytest.mark.parametrize(
+    ("entry", "key", "problem", "allowed"),
+    [
+        (
+            {"at_s": 1, "kind": '"crash"', "target": '"ingest/task-2"'},
+            "faults.schedule[0].target",
+            'unknown target "ingest/task-2" for kind "crash"',
+            "ingest/coordinator, ingest/task-0 to ingest/task-1, backfill/coordinator, "
+            "backfill/task-0 to backfill/task-2",
+        ),
+        (
+            {"at_s": 1, "kind": '"lose_ack"', "target": '"nightly"'},
+            "faults.schedule[0].target",
+            'unknown target "nightly"',
+            "ingest, backfill",
+        ),
+        (
+            {"at_s": 1, "kind": '"clock_jump"', "target": '"ingest/task-0"', "delta_ms": 5},
+            "faults.schedule[0].target",
+            "unknown target",
+            "ingest/coordinator, ingest/compactor, backfill/coordinator",
+        ),
+        (
+            {"at_s": 30, "kind": '"crash"', "target": '"ingest/coordinator"'},
+            "faults.schedule[0].at_s",
+            "30 is not before duration_s (30)",
+            "a number >= 0 and < 30",
+        ),
+        (
+            {"at_s": -1, "kind": '"crash"', "target": '"ingest/coordinator"'},
+            "faults.schedule[0].at_s",
+            "-1 is out of range",
+            "number >= 0",
+        ),
+        (
+            {"at_s": 1, "kind": '"reboot"', "target": '"ingest"'},
+            "faults.schedule[0].kind",
+            'unknown value "reboot"',
+            "crash, lose_ack, delay_ack, duplicate_ack, fail_checkpoint, clock_jump, "
+            "storage_failure",
+        ),
+        (
+            {"at_s": 1, "kind": '"delay_ack"', "target": '"ingest"'},
+            "faults.schedule[0].delay_ms",
+            'kind "delay_ack" needs delay_ms',
+            "an integer >= 1",
+        ),
+        (
+            {"at_s": 1, "kind": '"clock_jump"', "target": '"ingest/coordinator"', "delta_ms": 0},
+            "faults.schedule[0].delta_ms",
+            "needs delta_ms other than 0",
+            "a non-zero integer",
+        ),
+        (
+            {"at_s": 1, "kind": '"crash"', "target": '"ingest/task-0"', "checkpoint": 2},
+            "faults.schedule[0].checkpoint",
+            'kind "crash" takes no checkpoint',
+            "at_s, kind, target",
+        ),
+        (
+            {"at_s": 1, "kind": '"lose_ack"', "target": '"ingest"', "checkpoint": 0},
+            "faults.schedule[0].checkpoint",
+            "0 is out of range",
+            "an integer >= 1",
+        ),
+        (
+            {"at_s": 1, "kind": '"lose_ack"', "target": '"ingest"', "checkpont": 2},
+            "faults.schedule[0].checkpont",
+            'unknown key "checkpont"',
+            "at_s, kind, target, checkpoint, delay_ms, delta_ms",
+        ),
+        (
+            {"at_s": 1, "kind": '"lose_ack"'},
+            "faults.schedule[0].target",
+            "required key is missing",
+            "a non-empty string",
+        ),
+    ],
+)
+def test_bad_schedule_entry(entry: dict[str, Any], key: str, problem: str, allowed: str) -> None:
+    error = error_of(TWO_JOBS + schedule_entry(**entry))
+    assert_one_line(error, key, allowed)
+    assert problem in error.message
+
+
+def test_bad_schedule_entry_is_named_by_its_position() -> None:
+    text = TWO_JOBS + schedule_entry(at_s=1, kind='"crash"', target='"ingest/coordinator"')
+    text += schedule_entry(at_s=2, kind='"crash"', target='"ingest"')
+    assert error_of(text).key == "faults.schedule[1].target"
+
+
+def test_fault_targets_by_kind() -> None:
+    scenario = parse_scenario(TWO_JOBS)
+    assert fault_targets(scenario, "fail_checkpoint") == ("ingest", "backfill")
+    assert fault_targets(scenario, "crash") == (
+        "ingest/coordinator",
+        "ingest/task-0",
+        "ingest/task-1",
+        "backfill/coordinator",
+        "backfill/task-0",
+        "backfill/task-1",
+        "backfill/task-2",
+    )
+    # only the table-services job of a MERGE_ON_READ table has a compactor taking times
+    assert fault_targets(scenario, "clock_jump") == (
+        "ingest/coordinator",
+        "ingest/compactor",
+        "backfill/coordinator",
+    )
+    assert "ingest/compactor" in fault_targets(scenario, "storage_failure")
+    assert "backfill" in fault_targets(scenario, "storage_failure")
+    cow = parse_scenario(MINIMAL + '[table]\ntype = "COPY_ON_WRITE"\n')
+    assert fault_targets(cow, "clock_jump") == ("job0/coordinator",)
+    assert set(FAULT_KINDS) == set(get_args(ScheduledFault.model_fields["kind"].annotation))
+
+
+def test_docs_name_every_fault_kind() -> None:
+    docs = DOCS.read_text(encoding="utf-8")
+    for kind in FAULT_KINDS:
+        assert f"`{kind}`" in docs, kind
+
+
 names = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12
 )
@@ -581,6 +764,9 @@ def scenario_dicts(draw: st.DrawFn) -> dict[str, Any]:
                 "writer_crash_per_hour": non_negative,
                 "coordinator_crash_per_hour": non_negative,
                 "storage_write_failure": probability,
+                "ack_duplicate": probability,
+                "clock_jump_per_hour": non_negative,
+                "clock_jump_ms": any_int,
             }
         ),
         "protocol": some_of(
@@ -619,7 +805,46 @@ def scenario_dicts(draw: st.DrawFn) -> dict[str, Any]:
     if job_count == 1 or not nbcc_jobs:
         table_type = draw(st.sampled_from(["MERGE_ON_READ", "COPY_ON_WRITE"]))
         data.setdefault("table", {})["type"] = table_type
+    if "faults" in data and draw(st.booleans()):
+        data["faults"]["schedule"] = draw(fault_schedules(data))
     return data
+
+
+@st.composite
+def fault_schedules(draw: st.DrawFn, data: dict[str, Any]) -> list[dict[str, Any]]:
+    """A valid ``[[faults.schedule]]`` for scenario data: targets among its jobs' processes,
+    times inside its duration."""
+    duration_s = data["scenario"].get("duration_s", 60.0)
+    jobs = [
+        (job.get("name", f"job{index}"), job.get("writers", 4))
+        for index, job in enumerate(data["jobs"])
+    ]
+    entries = []
+    for _ in range(draw(st.integers(min_value=0, max_value=4))):
+        name, writers = draw(st.sampled_from(jobs))
+        kind = draw(st.sampled_from(FAULT_KINDS))
+        task = f"{name}/task-{draw(st.integers(min_value=0, max_value=writers - 1))}"
+        entry: dict[str, Any] = {
+            "at_s": duration_s * draw(st.floats(min_value=0, max_value=0.99)),
+            "kind": kind,
+            "target": {
+                "crash": draw(st.sampled_from([task, f"{name}/coordinator"])),
+                "clock_jump": f"{name}/coordinator",
+                "storage_failure": draw(st.sampled_from([name, task, f"{name}/coordinator"])),
+            }.get(kind, name),
+        }
+        if kind in ("lose_ack", "delay_ack", "duplicate_ack", "fail_checkpoint") and draw(
+            st.booleans()
+        ):
+            entry["checkpoint"] = draw(small_int)
+        if kind == "delay_ack":
+            entry["delay_ms"] = draw(small_int)
+        if kind == "clock_jump":
+            entry["delta_ms"] = draw(st.integers(min_value=1, max_value=10**6)) * draw(
+                st.sampled_from([-1, 1])
+            )
+        entries.append(entry)
+    return entries
 
 
 @given(scenario_dicts())

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from invariants.checks import CHECKERS
 from models.history import history_digest, read_history
 from scenarios.schema import load_scenario, parse_scenario
 from testbed import run as run_module
@@ -75,7 +76,7 @@ def test_run_writes_a_complete_run_folder(tmp_path):
     history = (out / "history.jsonl").read_bytes()
     assert data["digest"] == "sha256:" + hashlib.sha256(history).hexdigest()
     assert data["digest"] == history_digest(read_history(out / "history.jsonl"))
-    assert set(data["invariants"]) == {"no_data_loss", "liveness"}
+    assert set(data["invariants"]) == set(CHECKERS)
     for verdict in data["invariants"].values():
         assert verdict == {"ok": True, "violations": []}
     assert data["metrics"]["jobs"]["job0"]["commits"] > 0
@@ -172,7 +173,7 @@ writer_crash_per_hour = 360
 persist_write_meta = false
 
 [expect]
-violations = ["no_data_loss"]
+violations = ["exactly_once", "no_data_loss"]
 """
     source = write(tmp_path, text)
     out = tmp_path / "out"

@@ -1,0 +1,222 @@
+"""Invariant ``exactly_once`` (PROTOCOL.md section 9, invariant 3): every record a completed
+checkpoint accepted is committed in exactly one completed instant.
+
+Records are traced through the table, not through the reader: every data file a completed write
+instant lists in its commit metadata is read (:mod:`invariants.committed`), and its *own* rows
+(commit time = that instant; copies a copy-on-write merge or a compaction carried over from older
+commits do not count) carry the ``job`` and ``offset`` they were emitted with
+(:mod:`models.records`). So each committed record is a (job, offset), and the ledger
+(:mod:`invariants.ledger`) says which offsets the completed checkpoints covered. Three checks:
+
+* **Duplicates**: a (job, offset) committed by two completed instants, or twice by one. This
+  includes mini-batch *upserts*: a batch re-written after a failed checkpoint commits the same
+  records again in a later instant. The snapshot stays right (the second copy overwrites the
+  first with identical values), but the same record sits in two completed instants, which is
+  at-least-once, not exactly-once; the verdict says so, and ``no_data_loss`` is what shows that
+  upserts absorb it.
+* **Loss**: inserts (keys unique per offset): every covered offset must be committed. Upserts:
+  a write task pre-combines its buffer per key before flushing (PROTOCOL.md section 5), so a
+  version superseded within one batch is legitimately never written and cannot be required. What
+  can be required is, per (job, key), the version that wins among all the covered versions of
+  that job by the table's merge rule (greatest (ordering value, offset) for event-time ordering,
+  greatest offset for commit-time ordering): it wins in whichever batch it lands in, so some flush
+  wrote it, and if no completed instant holds it the record is lost. A batch is all covered or all
+  uncovered (a barrier takes exactly the offsets below its checkpoint), so a covered winner never
+  loses its batch to an uncovered version. Winners are taken per job: another job's newer version
+  may hide the record in the snapshot, but the job's own commit must still exist.
+* **Beyond coverage**: a committed offset at or above what the last completed checkpoint covered
+  was never accepted by Flink (its checkpoint failed and nothing restored it).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from invariants.committed import DELETED, events_of, instant_events, load_committed
+from invariants.ledger import JobLedger, build_ledger
+from invariants.verdict import Verdict, Violation
+from models.history import Event
+from models.properties import COMMIT_TIME_ORDERING
+from models.records import ORDERING_FIELD, RECORD_KEY_FIELD
+from models.table import HudiTable
+
+NAME = "exactly_once"
+MAX_VIOLATIONS = 8
+"""Duplicate violations are grouped by the instants involved; beyond this many groups one more
+violation summarizes the rest."""
+_OFFSET_BITS = 40
+
+
+def check_exactly_once(events: Sequence[Event], table: HudiTable) -> Verdict:
+    ledger = build_ledger(events)
+    committed = load_committed(table)
+    rows = committed.rows
+    columns = rows.table.column_names
+    if "job" not in columns or "offset" not in columns:
+        if rows.table.num_rows == 0 and all(j.covered == 0 for j in ledger.jobs):
+            return Verdict(NAME)
+        return Verdict(
+            NAME,
+            (
+                Violation(
+                    "the committed data files carry no job/offset columns: records cannot be "
+                    "traced to their source offsets"
+                ),
+            ),
+        )
+    live = pc.invert(rows.table.column(DELETED)).to_numpy(zero_copy_only=False)
+    index = np.flatnonzero(live)
+    job = rows.table.column("job").to_numpy(zero_copy_only=False)[index].astype(np.int64)
+    offset = rows.table.column("offset").to_numpy(zero_copy_only=False)[index].astype(np.int64)
+    instant = rows.instant[index]
+    by_instant = instant_events(events)
+    names = {j.source.job_index: j.name for j in ledger.jobs}
+    violations = _duplicates(job, offset, instant, names, by_instant)
+    for j in ledger.jobs:
+        mine = job == j.source.job_index
+        offsets = offset[mine]
+        violations += _lost(j, offsets, ledger.merge_mode)
+        violations += _beyond(j, offsets, instant[mine], by_instant)
+    unknown = sorted(set(np.unique(job).tolist()) - set(names))
+    if unknown:
+        violations.append(
+            Violation(f"committed records carry job indexes {unknown} that no job of the run has")
+        )
+    return Verdict(NAME, tuple(violations))
+
+
+# --- duplicates ---------------------------------------------------------------------------------
+
+
+def _duplicates(
+    job: np.ndarray,
+    offset: np.ndarray,
+    instant: np.ndarray,
+    names: dict[int, str],
+    by_instant: dict[str, tuple[int, ...]],
+) -> list[Violation]:
+    record = (job << _OFFSET_BITS) | offset
+    order = np.lexsort((instant, record))
+    record, instant = record[order], instant[order]
+    repeated = np.zeros(len(record), bool)
+    if len(record) > 1:
+        same = record[1:] == record[:-1]
+        repeated[1:] |= same
+        repeated[:-1] |= same
+    if not repeated.any():
+        return []
+    record, instant = record[repeated], instant[repeated]
+    starts = np.flatnonzero(np.r_[True, record[1:] != record[:-1]])
+    groups: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+    for start, stop in zip(starts, [*starts[1:], len(record)], strict=True):
+        key = (int(record[start] >> _OFFSET_BITS), tuple(instant[start:stop].tolist()))
+        groups.setdefault(key, []).append(int(record[start] & ((1 << _OFFSET_BITS) - 1)))
+    ranked = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+    out = []
+    for (job_index, instants), offsets in ranked[:MAX_VIOLATIONS]:
+        times = [str(t) for t in instants]
+        counts = Counter(times)
+        if len(counts) == 1:
+            where = f"{counts[times[0]]} times by instant {times[0]}"
+        else:
+            where = "by instants " + " and ".join(sorted(counts))
+        out.append(
+            Violation(
+                f"{len(offsets)} records of job {names.get(job_index, job_index)} "
+                f"(offsets {_ranges(offsets)}) were committed {where}: duplicates, not "
+                "exactly-once",
+                events_of(by_instant, *counts),
+            )
+        )
+    rest = ranked[MAX_VIOLATIONS:]
+    if rest:
+        total = sum(len(offsets) for _, offsets in rest)
+        out.append(
+            Violation(
+                f"{total} more records were committed more than once, by "
+                f"{len(rest)} further combinations of instants"
+            )
+        )
+    return out
+
+
+# --- loss ---------------------------------------------------------------------------------------
+
+
+def required_offsets(job: JobLedger, merge_mode: str) -> np.ndarray:
+    """The covered offsets of ``job`` that must be committed (see the module docstring)."""
+    if job.source.operation == "insert":
+        return np.arange(job.covered, dtype=np.int64)
+    covered = job.source.batch(0, job.covered)
+    if covered.num_rows == 0:
+        return np.zeros(0, np.int64)
+    order = [(RECORD_KEY_FIELD, "ascending")]
+    if merge_mode != COMMIT_TIME_ORDERING:
+        order.append((ORDERING_FIELD, "descending"))
+    order.append(("offset", "descending"))
+    ranked = covered.take(pc.sort_indices(covered, order))
+    keys = ranked.column(RECORD_KEY_FIELD).to_numpy(zero_copy_only=False)
+    first = np.ones(len(keys), bool)
+    first[1:] = keys[1:] != keys[:-1]
+    winners = ranked.column("offset").filter(pa.array(first))
+    return np.sort(winners.to_numpy(zero_copy_only=False).astype(np.int64))
+
+
+def _lost(job: JobLedger, offsets: np.ndarray, merge_mode: str) -> list[Violation]:
+    required = required_offsets(job, merge_mode)
+    missing = np.setdiff1d(required, offsets, assume_unique=False)
+    if not len(missing):
+        return []
+    what = (
+        "records"
+        if job.source.operation == "insert"
+        else "latest versions per key (by the merge rule)"
+    )
+    return [
+        Violation(
+            f"{len(missing)} of the {len(required)} {what} that job {job.name}'s completed "
+            f"checkpoints covered (offsets below {job.covered}) are in no completed instant "
+            f"(offsets {_ranges(missing.tolist())}): data loss",
+            () if job.covered_event is None else (job.covered_event,),
+        )
+    ]
+
+
+def _beyond(
+    job: JobLedger,
+    offsets: np.ndarray,
+    instants: np.ndarray,
+    by_instant: dict[str, tuple[int, ...]],
+) -> list[Violation]:
+    beyond = offsets >= job.covered
+    if not beyond.any():
+        return []
+    where = sorted({str(t) for t in np.unique(instants[beyond]).tolist()})
+    anchor = () if job.covered_event is None else (job.covered_event,)
+    return [
+        Violation(
+            f"{int(beyond.sum())} records of job {job.name} at or beyond offset {job.covered}, "
+            f"which no completed checkpoint covered, were committed by instants "
+            f"{', '.join(where[:5])}{' ...' if len(where) > 5 else ''} "
+            f"(offsets {_ranges(np.unique(offsets[beyond]).tolist())})",
+            tuple(sorted(set(events_of(by_instant, *where)) | set(anchor))),
+        )
+    ]
+
+
+def _ranges(offsets: Sequence[int], limit: int = 4) -> str:
+    """Sorted offsets as compact ranges: ``3-7, 12, 20-21 ...``."""
+    values = sorted(set(int(o) for o in offsets))
+    spans: list[tuple[int, int]] = []
+    for value in values:
+        if spans and value == spans[-1][1] + 1:
+            spans[-1] = (spans[-1][0], value)
+        else:
+            spans.append((value, value))
+    shown = [f"{a}-{b}" if a != b else str(a) for a, b in spans[:limit]]
+    return ", ".join(shown) + (" ..." if len(spans) > limit else "")

@@ -1,0 +1,251 @@
+"""Invariant ``no_uncommitted_read`` (PROTOCOL.md section 9, invariant 5: no uncommitted data is
+visible): every record the reader returns was committed by an instant completed at the read's
+bound, in a file that instant's commit metadata lists.
+
+What counts as committed comes from :mod:`invariants.committed`, not from the reader: the own rows
+of the files each completed write instant lists. A returned record must equal one of those rows of
+an instant completed by the bound (same commit time, partition, key and data values; a
+compaction's copy keeps the commit time of the write it copies, so compacted records pass). The
+rest is reported in two kinds:
+
+* rows whose commit time is no instant completed at the bound (a pending or rolled-back write,
+  a time that was never an instant);
+* rows of a completed instant that none of its listed files holds, or more copies of a row than
+  its listed files hold: a data file written under the instant but left out of its commit (a
+  retried task's leftover, possibly the same records as a listed file; a flush after the
+  restored checkpoint that a re-commit did not list), which a reader taking "every file named
+  with a completed instant" shows anyway.
+
+Where they came from: data files named with the offending instant are read and searched for the
+returned rows; the violation names those files and the history events of the instant (its commit,
+the flushes that wrote the files, a rollback). Checked on the final snapshot and at the time-travel
+bounds of :func:`invariants.committed.travel_points`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from invariants.committed import (
+    COMMIT_TIME,
+    KEY,
+    PARTITION,
+    PARTITION_PATH,
+    RECORD_KEY,
+    TIME,
+    CommittedRows,
+    CommittedTable,
+    RawInstant,
+    events_of,
+    instant_events,
+    load_committed,
+    system_view,
+    travel_points,
+)
+from invariants.merging import data_columns
+from invariants.verdict import Verdict, Violation
+from models.history import Event
+from models.table import HudiTable
+
+NAME = "no_uncommitted_read"
+EXAMPLES = 3
+MAX_VIOLATIONS = 6
+_SEP = "\x1f"
+_NULL = "\x00"
+
+
+def check_no_uncommitted_read(events: Sequence[Event], table: HudiTable) -> Verdict:
+    committed = load_committed(table)
+    view = system_view(events, table)
+    rows = committed.rows
+    columns = data_columns(rows)
+    fingerprints = _committed_fingerprints(rows, columns)
+    history = _History(events)
+    violations = []
+    points: list[tuple[str | None, str]] = [
+        (p.bound, p.why)
+        for p in travel_points(committed)
+        if p.bound != committed.latest_completion  # the same read as the end, below
+    ]
+    points.append((None, "the final snapshot"))
+    for bound, why in points:
+        snapshot = committed.sut_read(view, bound)
+        if snapshot.num_rows == 0 or RECORD_KEY not in snapshot.column_names:
+            continue
+        allowed = fingerprints if bound is None else fingerprints.filter(_upto(rows, bound))
+        read = _fingerprint(
+            snapshot.column(COMMIT_TIME),
+            snapshot.column(PARTITION_PATH),
+            snapshot.column(RECORD_KEY),
+            [snapshot.column(c) if c in snapshot.column_names else None for c in columns],
+        )
+        foreign = _beyond_committed(read, allowed)
+        if not foreign.any():
+            continue
+        mask = pa.array(foreign)
+        bad = snapshot.filter(mask)
+        violations.append(_explain(committed, history, bound, why, bad, read.filter(mask)))
+    if len(violations) > MAX_VIOLATIONS + 1:  # the first bounds, a count of the others, the last
+        rest = violations[MAX_VIOLATIONS:-1]
+        summary = Violation(
+            f"the reader also returns uncommitted records at {len(rest)} more time-travel bounds",
+            tuple(sorted({i for v in rest for i in v.events})),
+        )
+        violations = [*violations[:MAX_VIOLATIONS], summary, violations[-1]]
+    return Verdict(NAME, tuple(violations))
+
+
+def _beyond_committed(read: pa.ChunkedArray, allowed: pa.ChunkedArray) -> np.ndarray:
+    """Which returned rows are not backed by a committed row: rows no committed row equals, and
+    the copies of a row beyond how often it was committed (a leftover file of a completed instant
+    holding the same records as a listed one shows its rows twice)."""
+    allowed_counts = pc.value_counts(allowed)
+    committed = np.append(allowed_counts.field("counts").to_numpy(zero_copy_only=False), 0)
+    known = pc.index_in(read, value_set=allowed_counts.field("values"))
+    at = pc.fill_null(known, len(committed) - 1).to_numpy(zero_copy_only=False)
+    # rank of each returned row among the returned rows with the same value: 0, 1, 2...
+    codes = pc.dictionary_encode(read).combine_chunks().indices.to_numpy(zero_copy_only=False)
+    order = np.argsort(codes, kind="stable")
+    starts = np.r_[True, codes[order][1:] != codes[order][:-1]]
+    group_start = np.maximum.accumulate(np.where(starts, np.arange(len(order)), 0))
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order)) - group_start
+    return rank >= committed[at]
+
+
+def _upto(rows: CommittedRows, bound: str) -> pa.Array:
+    return pa.array(rows.completion <= int(bound))
+
+
+def _fingerprint(
+    commit_time: pa.ChunkedArray,
+    partition: pa.ChunkedArray,
+    key: pa.ChunkedArray,
+    data: list[pa.ChunkedArray | None],
+) -> pa.ChunkedArray:
+    """One string per row: commit time, partition, key and data values (nulls marked)."""
+    n = len(key)
+    parts = [commit_time, partition, key]
+    for column in data:
+        if column is None:
+            parts.append(pa.array(np.full(n, _NULL, dtype=object), pa.string()))
+        else:
+            parts.append(pc.fill_null(column.cast(pa.string()), _NULL))
+    return pc.binary_join_element_wise(*[p.cast(pa.string()) for p in parts], _SEP)
+
+
+def _committed_fingerprints(rows: CommittedRows, columns: list[str]) -> pa.ChunkedArray:
+    key = ("fingerprints", tuple(columns))
+    if key not in rows.cache:
+        table = rows.table
+        rows.cache[key] = _fingerprint(
+            table.column(TIME),
+            table.column(PARTITION),
+            table.column(KEY),
+            [table.column(c) for c in columns],
+        )
+    return rows.cache[key]
+
+
+class _History:
+    """The events that name an instant or a data file."""
+
+    def __init__(self, events: Sequence[Event]) -> None:
+        self.commits = instant_events(events)
+        self.by_instant: dict[str, list[int]] = {}
+        self.by_file: dict[str, list[int]] = {}
+        for e in events:
+            if e.type != "ok" or not isinstance(e.value, dict):
+                continue
+            if e.f == "rollback" and isinstance(e.value.get("instant"), str):
+                self.by_instant.setdefault(e.value["instant"], []).append(e.index)
+            if e.f == "flush":
+                for path in e.value.get("files") or ():
+                    self.by_file.setdefault(str(path), []).append(e.index)
+
+    def of(self, instant: str, files: Sequence[str]) -> set[int]:
+        found = set(events_of(self.commits, instant)) | set(self.by_instant.get(instant, ()))
+        for path in files:
+            found.update(self.by_file.get(path, ()))
+        return found
+
+
+def _explain(
+    committed: CommittedTable,
+    history: _History,
+    bound: str | None,
+    why: str,
+    bad: pa.Table,
+    bad_prints: pa.ChunkedArray,
+) -> Violation:
+    at = "at the end" if bound is None else f"as of {bound} ({why})"
+    times = bad.column(COMMIT_TIME).cast(pa.string())
+    counts = pc.value_counts(times)
+    clauses = []
+    events: set[int] = set()
+    columns = data_columns(committed.rows)
+    for value, count in sorted(
+        zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True),
+        key=lambda vc: (-vc[1], vc[0]),
+    ):
+        instant = _write_instant(committed, value)
+        prints = bad_prints.filter(pc.equal(times, value))
+        files = _holding_files(committed, value, bound, prints, columns)
+        events |= history.of(value, files)
+        shown = f" (from {', '.join(files[:EXAMPLES])})" if files else ""
+        if instant is None:
+            state = "which is no write instant of the table"
+        elif bound is not None and not instant.completed_by(bound):
+            state = f"which is not completed at the bound ({instant.describe()})"
+        elif not instant.completed:
+            state = f"which never completed ({instant.describe()})"
+        else:
+            state = (
+                f"({instant.describe()}) beyond what the files its commit metadata lists hold: "
+                "data nobody committed"
+            )
+        clauses.append(f"{count} records of instant {value} {state}{shown}")
+    return Violation(
+        f"{at} the reader returns {bad.num_rows} uncommitted records: {'; '.join(clauses[:5])}",
+        tuple(sorted(events)),
+    )
+
+
+def _write_instant(committed: CommittedTable, time: str | None) -> RawInstant | None:
+    found = [i for i in committed.instants if i.requested == time and not i.is_compaction]
+    done = [i for i in found if i.completed]
+    return (done or found or [None])[0]
+
+
+def _holding_files(
+    committed: CommittedTable,
+    instant: str | None,
+    bound: str | None,
+    prints: pa.ChunkedArray,
+    columns: list[str],
+) -> list[str]:
+    """Data files named with ``instant`` (the writer names files after its instant) that no
+    instant completed by ``bound`` lists, holding any of the rows ``prints``."""
+    out = []
+    for path, f in sorted(committed.files.items()):
+        listed = committed.listed_by.get(path, ())
+        if f.instant != instant or any(
+            i.completed if bound is None else i.completed_by(bound) for i in listed
+        ):
+            continue
+        rows = committed.file_rows(path)
+        if rows.num_rows == 0:
+            continue
+        found = _fingerprint(
+            rows.column(TIME),
+            rows.column(PARTITION),
+            rows.column(KEY),
+            [rows.column(c) if c in rows.column_names else None for c in columns],
+        )
+        if pc.any(pc.is_in(found, value_set=prints)).as_py():
+            out.append(path)
+    return out

@@ -1,0 +1,99 @@
+"""Decimal strings in Arrow arrays, built and parsed straight from Arrow's buffers with numpy.
+
+Record keys (``k00001234``), partition values (``p3``) and Hudi's commit sequence numbers
+(``<instant>_<task>_<n>``) are a prefix plus a decimal number. The simulation makes and reads them
+for every source batch (each 100 simulated ms) and every file it writes, in batches of a few
+hundred rows, where the fixed cost of a chain of Arrow compute calls (cast, pad, join, slice)
+exceeds the work on the rows. A digit matrix in numpy does the same in a few array operations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_POWERS_OF_TEN = 10 ** np.arange(19, dtype=np.int64)  # every power that fits in an int64
+
+
+def decimal_strings(prefix: str, values: np.ndarray, width: int) -> pa.Array:
+    """``prefix`` + each non-negative integer in decimal, zero-padded to at least ``width`` digits
+    (``f"{prefix}{v:0{width}d}"``), as one Arrow string array.
+
+    Built straight into Arrow's buffers from a digit matrix: the source makes a batch every 100
+    simulated ms, where a chain of Arrow compute calls costs more than the rows."""
+    values = np.asarray(values, np.int64)
+    n = len(values)
+    if n == 0:
+        return pa.array([], pa.string())
+    if values.min() < 0:
+        raise ValueError("decimal_strings takes non-negative integers")
+    head = np.frombuffer(prefix.encode(), np.uint8)
+    largest = int(values.max())
+    most = max(width, len(str(largest)))
+    if n * (len(head) + most) >= 2**31:
+        raise ValueError("more characters than one Arrow string array holds (2**31)")
+    matrix = np.empty((n, len(head) + most), np.uint8)
+    matrix[:, : len(head)] = head
+    computed = min(most, len(_POWERS_OF_TEN))  # an int64 has at most 19 digits
+    matrix[:, len(head) : matrix.shape[1] - computed] = ord("0")  # padding beyond them
+    np.remainder(
+        values[:, None] // _POWERS_OF_TEN[computed - 1 :: -1],
+        10,
+        out=matrix[:, matrix.shape[1] - computed :],
+        casting="unsafe",
+    )
+    matrix[:, matrix.shape[1] - computed :] += ord("0")
+    if most == width:  # every value has ``width`` digits
+        offsets = np.arange(0, (n + 1) * matrix.shape[1], matrix.shape[1], dtype=np.int32)
+        data = matrix.tobytes()
+    else:  # keep each row's prefix and its last ``digits`` digits
+        digits = np.maximum(np.searchsorted(_POWERS_OF_TEN, values, side="right"), width)
+        offsets = np.zeros(n + 1, np.int32)
+        np.cumsum(len(head) + digits, out=offsets[1:])
+        keep = np.ones_like(matrix, bool)
+        keep[:, len(head) :] = np.arange(most) >= (most - digits)[:, None]
+        data = matrix[keep].tobytes()
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
+
+
+def decimal_suffixes(strings: pa.ChunkedArray | pa.Array, skip: int) -> np.ndarray:
+    """The integers written in decimal after the first ``skip`` characters of each string (the
+    inverse of :func:`decimal_strings`), as int64.
+
+    Strings of one length (every key ``k<8 digits>``, every partition ``p<i>`` with < 10
+    partitions) are read straight from Arrow's data buffer; anything else goes through Arrow
+    compute (which also raises for text that is not a number)."""
+    if isinstance(strings, pa.ChunkedArray):
+        strings = strings.chunk(0) if strings.num_chunks == 1 else strings.combine_chunks()
+    n = len(strings)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    if strings.type == pa.string() and strings.null_count == 0:
+        _, offsets_buffer, data_buffer = strings.buffers()
+        offsets = np.frombuffer(offsets_buffer, np.int32, n + 1, strings.offset * 4)
+        begin, end = int(offsets[0]), int(offsets[-1])
+        width = (end - begin) // n
+        if skip < width <= skip + 18 and (np.diff(offsets) == width).all():
+            text = np.frombuffer(data_buffer, np.uint8, end - begin, begin).reshape(n, width)
+            digits = text[:, skip:]
+            if digits.min() >= _ZERO and digits.max() <= _NINE:
+                powers = _POWERS_OF_TEN[width - skip - 1 :: -1]
+                return digits @ powers - _ZERO * int(powers.sum())
+    sliced = pc.utf8_slice_codeunits(strings, skip)
+    return pc.cast(sliced, pa.int64()).to_numpy(zero_copy_only=False)
+
+
+_ZERO, _NINE = ord("0"), ord("9")
+
+
+_counting: list[pa.Array] = [pa.array([], pa.string())]  # "0", "1", ...: grown on demand
+
+
+def numbered_strings(prefix: str, n: int) -> pa.Array:
+    """``prefix + str(i)`` for ``i`` in ``range(n)`` (Hudi's ``_hoodie_commit_seqno`` is
+    ``<instant>_<task>_<i>``): one join against a cached column of the numbers."""
+    counting = _counting[0]
+    if len(counting) < n:
+        counting = _counting[0] = decimal_strings("", np.arange(max(n, 2 * len(counting))), 1)
+    return pc.binary_join_element_wise(prefix, counting.slice(0, n), "")

@@ -1,0 +1,347 @@
+"""Tests for invariants/committed.py: the checkers' own reading of a table's raw files.
+
+:class:`SimTable` builds small tables in the simulator's shape (records of
+:class:`models.records.RecordSource`, one bucket per partition, parquet log blocks) through the
+real writer, together with the history a run would record for them (setup, emits, completed
+checkpoints, commit events); the checker tests of this package use it too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from invariants.committed import (
+    COMMIT_TIME,
+    KEY,
+    TIME,
+    CommittedTable,
+    load_committed,
+    parse_data_file,
+    system_view,
+    travel_points,
+)
+from invariants.ledger import build_ledger
+from models.archive import archive_instants
+from models.commit_metadata import WriteStat
+from models.instant import Instant
+from models.ports import FakeClock, FakeWorld, LocalLock, run
+from models.properties import COPY_ON_WRITE, MERGE_ON_READ
+from models.records import SCHEMA, partition_path
+from models.storage import InMemoryStorage
+from models.table import HudiTable
+from models.truetime import make_time_generator
+from models.write_task import bucket_file_id
+from models.writer import TableWriter, create_table
+from tests.invariants.test_ledger import History, source
+
+START_MS = 1_767_225_600_000
+
+
+class SimTable:
+    """A table written like the simulator writes it, and the history of a run that wrote it.
+
+    ``write`` flushes records of job 0 into one instant (a log per partition on MERGE_ON_READ, a
+    base file per partition otherwise) and commits it unless told not to; each completed commit
+    is recorded as the coordinator's ``commit`` event."""
+
+    def __init__(
+        self,
+        *,
+        table_type: str = MERGE_ON_READ,
+        operation: str = "upsert",
+        merge_mode: str | None = None,
+        key_space: int = 30,
+        protocol: dict[str, Any] | None = None,
+    ) -> None:
+        self.storage = InMemoryStorage()
+        self.table = create_table(
+            self.storage,
+            name="t",
+            table_type=table_type,
+            record_key_field="key",
+            ordering_field="ts",
+            partition_fields=("part",),
+            merge_mode=merge_mode,
+        )
+        self.clock = FakeClock(FakeWorld(START_MS))
+        generator = make_time_generator("truetime", clock=self.clock, lock=LocalLock())
+        self.writer = TableWriter(
+            self.table, generator, data_schema=SCHEMA, log_block_format="parquet"
+        )
+        self.operation = operation
+        self.history = History()
+        self.history.setup(
+            source(0, operation=operation, key_space=key_space),
+            merge_mode=merge_mode or "EVENT_TIME_ORDERING",
+        )
+        if protocol:
+            self.history.events[0].value["protocol"].update(protocol)
+        self.source = build_ledger(self.history.events).jobs[0].source
+
+    @property
+    def events(self) -> list:
+        return self.history.events
+
+    def records(self, start: int, stop: int) -> pa.Table:
+        return self.source.batch(start, stop)
+
+    def checkpoint(self, offset: int, checkpoint: int = 1) -> None:
+        """The source emitted ``[0, offset)`` and a completed checkpoint covered it."""
+        self.history.emit("job0", 0, offset)
+        self.history.checkpoint("job0", checkpoint, offset)
+
+    def start(self) -> Instant:
+        return run(self.writer.start_commit(), self.clock)
+
+    def files(self, instant: Instant, rows: pa.Table, *, task: int = 0) -> list[WriteStat]:
+        """Write ``rows`` into ``instant`` as the simulator's layout does."""
+        stats = []
+        parts = rows.column("part")
+        for part in sorted(set(parts.to_pylist())):
+            chunk = rows.filter(pc.equal(parts, part))
+            file_id = bucket_file_id(int(part[1:]), 0)
+            if self.operation == "insert":
+                file_id = f"{instant.requested_time}-{task}-{part}"
+            path = partition_path(part)
+            if self.table.config.is_mor and self.operation == "upsert":
+                stats.append(
+                    self.writer.append_log_file(instant, path, file_id, chunk, task_id=task)
+                )
+            elif self.operation == "upsert":
+                stats.append(
+                    self.writer.upsert_base_file(instant, path, file_id, chunk, task_id=task)
+                )
+            else:
+                stats.append(
+                    self.writer.write_base_file(instant, path, file_id, chunk, task_id=task)
+                )
+        return stats
+
+    def commit(self, instant: Instant, stats: list[WriteStat]) -> Instant:
+        op = "INSERT" if self.operation == "insert" else "UPSERT"
+        done = run(self.writer.commit(instant, stats, op), self.clock)
+        self.history.add(
+            "job0/coordinator",
+            "ok",
+            "commit",
+            {"instant": done.requested_time, "completion": done.completion_time},
+        )
+        return done
+
+    def write(self, rows: pa.Table, *, commit: bool = True) -> Instant:
+        instant = self.start()
+        stats = self.files(instant, rows)
+        return self.commit(instant, stats) if commit else instant
+
+    def compact(self) -> Instant:
+        scheduled = run(self.writer.schedule_compaction(), self.clock)
+        assert scheduled is not None, "nothing to compact"
+        self.history.add(
+            "job0/coordinator", "ok", "schedule_compaction", {"instant": scheduled.requested_time}
+        )
+        done = run(self.writer.run_compaction(scheduled), self.clock)
+        self.history.add(
+            "job0/compactor",
+            "ok",
+            "compaction",
+            {"instant": done.requested_time, "completion": done.completion_time},
+        )
+        return done
+
+    def event_of(self, instant: Instant, f: str = "commit") -> int:
+        return next(
+            e.index
+            for e in self.events
+            if e.f == f and e.type == "ok" and e.value.get("instant") == instant.requested_time
+        )
+
+
+# --- names -----------------------------------------------------------------------------------
+
+
+def test_data_file_names_are_parsed_independently():
+    base = parse_data_file("part=p0/abc-0_1-2-3_20260101000000123.parquet")
+    assert base is not None and not base.is_log
+    assert (base.partition, base.file_id, base.instant, base.token) == (
+        "part=p0",
+        "abc-0",
+        "20260101000000123",
+        "1-2-3",
+    )
+    log = parse_data_file("part=p0/.abc-0_20260101000000123.log.2_0-1-0")
+    assert log is not None and log.is_log
+    assert (log.file_id, log.instant, log.version, log.token) == (
+        "abc-0",
+        "20260101000000123",
+        2,
+        "0-1-0",
+    )
+    legacy = parse_data_file("abc-0_1-2-3_20260101000000.parquet")
+    assert legacy is not None and legacy.instant == "20260101000000999"  # padded like Hudi
+    for other in (
+        "part=p0/.hoodie_partition_metadata",
+        "part=p0/abc_def_1-2-3_20260101000000123.parquet",  # '_' inside a file id
+        "part=p0/.abc-0_20260101000000123.log.2_0-1-0.cdc",
+    ):
+        assert parse_data_file(other) is None
+
+
+# --- instants, files, rows -------------------------------------------------------------------
+
+
+def test_completed_writes_list_their_files_and_own_rows():
+    t = SimTable()
+    first = t.write(t.records(0, 40))
+    second = t.write(t.records(40, 80))
+    pending = t.write(t.records(80, 90), commit=False)
+    committed = load_committed(t.table)
+    writes = committed.writes()
+    assert [w.requested for w in writes] == [first.requested_time, second.requested_time]
+    assert [w.completion for w in writes] == [first.completion_time, second.completion_time]
+    assert committed.get(pending.requested_time).completion is None
+    # the pending instant's logs exist but no completed instant lists them
+    named = [p for p, f in committed.files.items() if f.instant == pending.requested_time]
+    assert named and not any(p in committed.listed_by for p in named)
+    rows = committed.rows
+    assert rows.table.num_rows == 80
+    assert sorted(rows.table.column("offset").to_pylist()) == list(range(80))
+    assert set(rows.table.column(TIME).to_pylist()) == {
+        first.requested_time,
+        second.requested_time,
+    }
+    # merge order: the first commit's rows before the second's
+    times = rows.completion
+    assert (np.diff(times) >= 0).all()
+    assert not committed.missing
+
+
+def test_a_compaction_is_no_write_and_adds_no_rows():
+    t = SimTable()
+    t.write(t.records(0, 40))
+    compaction = t.compact()
+    t.write(t.records(40, 60))
+    committed = load_committed(t.table)
+    (c,) = committed.compactions()
+    assert c.requested == compaction.requested_time and c.completed and not c.is_write
+    assert c.plan is not None and len(c.plan.operations) == 2
+    assert {f.is_log for f in c.files} == {False}
+    assert committed.rows.table.num_rows == 60  # the compacted copies are not counted again
+    assert [i.requested for i in committed.completed()][1] == compaction.requested_time
+
+
+def test_copy_on_write_carries_old_rows_that_are_not_the_commits_own():
+    t = SimTable(table_type=COPY_ON_WRITE, key_space=100_000)  # no key twice in a batch
+    first = t.write(t.records(0, 30))
+    t.write(t.records(30, 40))
+    committed = load_committed(t.table)
+    rows = committed.rows.table
+    assert rows.num_rows == 40  # the second base files repeat the first's rows; only own rows
+    firsts = rows.filter(pc.equal(rows.column(TIME), first.requested_time))
+    assert sorted(firsts.column("offset").to_pylist()) == list(range(30))
+
+
+def test_a_listed_file_missing_from_storage_is_reported():
+    t = SimTable()
+    done = t.write(t.records(0, 20))
+    committed = load_committed(t.table)
+    path = committed.writes()[0].files[0].path
+    t.storage.delete(path)
+    again = load_committed(t.table)
+    assert again is not committed  # the storage changed: read again
+    assert again.missing == ((path, done.requested_time),)
+    assert again.rows.table.num_rows < 20
+
+
+def test_the_reading_is_cached_per_table_state():
+    t = SimTable()
+    t.write(t.records(0, 20))
+    assert load_committed(t.table) is load_committed(t.table)
+    before = load_committed(t.table)
+    t.write(t.records(20, 30))
+    assert load_committed(t.table) is not before
+    assert load_committed(t.table).rows.table.num_rows == 30
+
+
+def test_archived_instants_keep_their_files_and_completion_times():
+    t = SimTable()
+    written = [t.write(t.records(i * 10, i * 10 + 10)) for i in range(6)]
+    t.compact()
+    t.write(t.records(60, 70))
+    archived = archive_instants(t.table, max_active=3, min_active=2)
+    assert archived, "nothing was archived"
+    committed = load_committed(t.table)
+    old = [i for i in committed.instants if i.archived]
+    assert {i.requested for i in old} >= {written[0].requested_time}
+    first = committed.get(written[0].requested_time)
+    assert first.archived and first.completion == written[0].completion_time
+    assert first.files and all(f.is_log for f in first.files)
+    assert committed.rows.table.num_rows == 70
+
+
+def test_file_rows_reads_any_data_file():
+    t = SimTable()
+    pending = t.write(t.records(0, 10), commit=False)
+    committed = load_committed(t.table)
+    path = next(p for p, f in committed.files.items() if f.instant == pending.requested_time)
+    rows = committed.file_rows(path)
+    assert rows.num_rows > 0
+    assert set(rows.column(TIME).to_pylist()) == {pending.requested_time}
+    assert KEY in rows.column_names and COMMIT_TIME not in rows.column_names
+
+
+# --- the system under test and time travel ---------------------------------------------------
+
+
+def test_system_view_follows_the_runs_protocol_variants():
+    t = SimTable(
+        protocol={
+            "file_slicing": "base_instant",
+            "slice_anchor": "earliest_log",
+            "archived_completion_lookup": False,
+        }
+    )
+    view = system_view(t.events, t.table)
+    assert (view.options.rule, view.options.anchor) == ("base_instant", "earliest_log")
+    assert view.table.archive_lookup is False and view.table.storage is t.storage
+    real = system_view(SimTable().events, t.table)
+    assert real.table is t.table and real.options.anchor == "earliest_completed"
+
+
+def test_travel_points_are_deterministic_bounded_and_include_compactions():
+    t = SimTable()
+    for i in range(12):
+        t.write(t.records(i * 10, i * 10 + 10))
+        if i in (4, 9):
+            t.compact()
+    committed = load_committed(t.table)
+    points = travel_points(committed, limit=8)
+    assert len(points) == 8
+    assert [p.bound for p in points] == sorted({p.bound for p in points})
+    assert points == travel_points(CommittedTable(t.table), limit=8)
+    compactions = {c.completion for c in committed.compactions()}
+    assert compactions <= {p.bound for p in points}
+    everything = travel_points(committed, limit=100)
+    assert len(everything) == len(committed.completed())
+    # a small read budget keeps few (cheap, early) points
+    cheap = travel_points(committed, limit=100, budget_files=6)
+    assert 0 < len(cheap) < len(everything)
+
+
+@pytest.mark.parametrize("operation", ["upsert", "insert"])
+def test_insert_only_is_read_from_the_commits(operation):
+    t = SimTable(operation=operation, table_type=COPY_ON_WRITE)
+    t.write(t.records(0, 10))
+    assert load_committed(t.table).insert_only is (operation == "insert")
+
+
+def test_a_table_without_commits_has_no_rows_and_no_points():
+    t = SimTable()
+    committed = load_committed(HudiTable(t.storage))
+    assert committed.rows.table.num_rows == 0
+    assert travel_points(committed) == []
+    assert committed.latest_completion is None
