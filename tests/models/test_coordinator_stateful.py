@@ -784,7 +784,7 @@ def machine(mode: str, operation: str, **overrides) -> type[PipelineMachine]:
 
 CASES = [(m, o) for m in ("async", "blocking", "minibatch") for o in ("upsert", "insert")]
 FAST = settings(max_examples=15, stateful_step_count=40, deadline=None)
-SLOW = settings(max_examples=150, stateful_step_count=60, deadline=None)
+SLOW = settings(max_examples=400, stateful_step_count=60, deadline=None)
 
 
 @pytest.mark.parametrize(("mode", "operation"), CASES)

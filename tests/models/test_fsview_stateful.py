@@ -526,7 +526,7 @@ class FileSlicingMachine(RuleBasedStateMachine):
 
 
 FAST = settings(max_examples=15, stateful_step_count=40, deadline=None)
-SLOW = settings(max_examples=200, stateful_step_count=60, deadline=None)
+SLOW = settings(max_examples=400, stateful_step_count=60, deadline=None)
 
 
 def test_file_slicing_machine() -> None:
