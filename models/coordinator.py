@@ -83,7 +83,7 @@ from models.writer import TableWriter
 COORDINATOR_MODES = ("async", "blocking", "minibatch")
 COMMIT_SCOPES = ("all_below", "latest_only")
 COMMIT_RETRIES = 3
-"""Markers of created files: the ones finalizing a write may delete (appends to a log are not)."""
+"""Attempts at a commit that fails with a storage error before the job fails over."""
 
 
 class CoordinatorError(RuntimeError):
