@@ -1,0 +1,136 @@
+"""The testbed's own Spark session: local mode by default, a cluster by ``master``.
+
+Why a module of its own: every Spark entry point (``testbed sweep``, ``testbed verify``, the suite
+on Spark) needs the same four things, and each is easy to get subtly wrong:
+
+- **Master and conf.** ``local[*]`` unless the user passes ``--master URL``; ``--conf k=v`` pairs
+  go to the builder verbatim, after our defaults, so the user always wins. The UI is off in local
+  mode (a port per session is a nuisance on CI machines) but left to the cluster's defaults
+  elsewhere.
+- **Shipping the code.** Executors on a cluster do not have this repository. The project's
+  packages are zipped (sources only, plus the scenario catalog) and added with ``addPyFile``, so a
+  task can ``import models`` anywhere. Local mode gets the same zip, which keeps the two modes
+  identical (and catches a module that only works from the source tree).
+- **Quiet logs.** Spark's INFO chatter drowns the testbed's own progress; the log level is set to
+  ``WARN`` as soon as the context exists.
+- **Clean stop.** ``with spark_session(...)`` cancels running jobs and stops the session on any
+  exit, Ctrl-C included, so no JVM is left behind and the caller's ``KeyboardInterrupt`` still
+  propagates (the caller keeps what finished).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import zipfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pyspark is heavy to import; only the session itself needs it at run time
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+PROJECT_PACKAGES = ("models", "sim", "invariants", "scenarios", "reports", "replay", "testbed")
+"""The packages an executor may need (as in pyproject's ``[tool.setuptools] packages``)."""
+_SHIPPED_SUFFIXES = (".py", ".toml")
+LOG_LEVEL = "WARN"
+
+
+class SparkConfError(ValueError):
+    """A ``--conf`` value that is not ``key=value``."""
+
+
+@dataclass(frozen=True)
+class SparkOptions:
+    """How to start Spark: ``master`` and extra ``conf`` pairs (applied last, so they win)."""
+
+    master: str = DEFAULT_MASTER
+    conf: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    app_name: str = "hudi-commit-testbed"
+
+    @property
+    def local(self) -> bool:
+        return self.master == "local" or self.master.startswith("local[")
+
+    def settings(self) -> dict[str, str]:
+        """Every builder setting, defaults first then the user's ``conf`` (which override)."""
+        values = {
+            "spark.app.name": self.app_name,
+            # One Python worker per task, reused: simulations are CPU-bound Python.
+            "spark.python.worker.reuse": "true",
+            # The driver's interpreter on every executor of a local run (a venv, not system python).
+            "spark.pyspark.python": sys.executable,
+            "spark.pyspark.driver.python": sys.executable,
+            "spark.sql.execution.arrow.pyspark.enabled": "true",
+        }
+        if self.local:
+            values["spark.ui.enabled"] = "false"
+            values["spark.ui.showConsoleProgress"] = "false"
+        else:  # a cluster has its own interpreters; never point it at ours
+            del values["spark.pyspark.python"]
+        values.update(dict(self.conf))
+        return values
+
+
+def parse_conf(pairs: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """``["k=v", ...]`` from the command line into pairs; a pair without ``=`` is an error."""
+    parsed = []
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise SparkConfError(
+                f"--conf {pair!r}: expected key=value, e.g. spark.executor.memory=4g"
+            )
+        parsed.append((key.strip(), value))
+    return tuple(parsed)
+
+
+def package_zip(dest: Path, root: Path | None = None) -> Path:
+    """Zip the project's packages (``.py`` and ``.toml`` files) into ``dest`` for ``addPyFile``.
+
+    Entries are written in sorted order with a fixed timestamp, so the same sources always give
+    the same bytes (Spark caches files by name; a stable zip makes reruns predictable)."""
+    root = root or Path(__file__).resolve().parent.parent
+    files = sorted(
+        path
+        for package in PROJECT_PACKAGES
+        for path in (root / package).rglob("*")
+        if path.is_file() and path.suffix in _SHIPPED_SUFFIXES and "__pycache__" not in path.parts
+    )
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(dest, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for path in files:
+            info = zipfile.ZipInfo(
+                path.relative_to(root).as_posix(), date_time=(1980, 1, 1, 0, 0, 0)
+            )
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, path.read_bytes())
+    return dest
+
+
+@contextlib.contextmanager
+def spark_session(options: SparkOptions, work_dir: Path) -> Iterator[SparkSession]:
+    """A started session with the project shipped; always stopped on exit (Ctrl-C included).
+
+    ``work_dir`` holds the shipped zip (the caller's run folder, so nothing lands in the repo).
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(options.master)
+    for key, value in options.settings().items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    context = session.sparkContext
+    context.setLogLevel(LOG_LEVEL)
+    try:
+        context.addPyFile(str(package_zip(work_dir / "testbed-packages.zip")))
+        yield session
+    except BaseException:
+        context.cancelAllJobs()
+        raise
+    finally:
+        session.stop()
