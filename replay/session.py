@@ -11,8 +11,9 @@ on Spark) needs the same four things, and each is easy to get subtly wrong:
   packages are zipped (sources only, plus the scenario catalog) and added with ``addPyFile``, so a
   task can ``import models`` anywhere. Local mode gets the same zip, which keeps the two modes
   identical (and catches a module that only works from the source tree).
-- **Quiet logs.** Spark's INFO chatter drowns the testbed's own progress; the log level is set to
-  ``WARN`` as soon as the context exists.
+- **Quiet logs.** Spark's INFO chatter drowns the testbed's own progress: the driver JVM starts
+  with a log4j2 configuration at ``WARN`` (written into the work folder; the user's own
+  ``spark.driver.extraJavaOptions`` replace it) and the context's level is set to ``WARN`` too.
 - **Clean stop.** ``with spark_session(...)`` cancels running jobs and stops the session on any
   exit, Ctrl-C included, so no JVM is left behind and the caller's ``KeyboardInterrupt`` still
   propagates (the caller keeps what finished).
@@ -37,6 +38,18 @@ PROJECT_PACKAGES = ("models", "sim", "invariants", "scenarios", "reports", "repl
 """The packages an executor may need (as in pyproject's ``[tool.setuptools] packages``)."""
 _SHIPPED_SUFFIXES = (".py", ".toml")
 LOG_LEVEL = "WARN"
+LOG4J2_PROPERTIES = """\
+# Written by the testbed: Spark's own start-up INFO lines would drown the testbed's progress.
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
+"""
 
 
 class SparkConfError(ValueError):
@@ -118,10 +131,18 @@ def spark_session(options: SparkOptions, work_dir: Path) -> Iterator[SparkSessio
     ``work_dir`` holds the shipped zip (the caller's run folder, so nothing lands in the repo).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if options.local:  # no "hostname resolves to a loopback address" warning on every start
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
+    work_dir.mkdir(parents=True, exist_ok=True)
+    settings = options.settings()
+    if "spark.driver.extraJavaOptions" not in settings:  # the user's own JVM options win
+        log_config = work_dir / "log4j2.properties"
+        log_config.write_text(LOG4J2_PROPERTIES)
+        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log_config}"
     builder = SparkSession.builder.master(options.master)
-    for key, value in options.settings().items():
+    for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     context = session.sparkContext

@@ -483,5 +483,181 @@ def check(run_dir: str) -> None:
     sys.exit(0 if report.match else 1)
 
 
+def _sweep_seeds(value: str) -> tuple[int, int]:
+    low, sep, high = value.partition(":")
+    try:
+        bounds = (int(low), int(high)) if sep else (-1, -1)
+    except ValueError:
+        bounds = (-1, -1)
+    if not 0 <= bounds[0] <= bounds[1]:
+        raise UserError(f"--seeds: {value!r} is not a range (allowed: A:B with 0 <= A <= B)")
+    return bounds
+
+
+@main.command()
+@click.argument("scenario_file", metavar="SCENARIO.toml", type=click.Path(dir_okay=False))
+@click.option("--seeds", "seeds", required=True, help="Seeds A:B to run, both included.")
+@click.option(
+    "--master",
+    default=None,
+    help="Spark master (default local[*]: every core of this machine); a cluster URL such as "
+    "spark://host:7077 runs the seeds on its executors.",
+)
+@click.option(
+    "--conf",
+    "conf",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Extra Spark setting, repeatable (e.g. --conf spark.executor.memory=4g).",
+)
+@click.option("--no-spark", is_flag=True, help="Run every seed in this process, without Spark.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    help="Output folder (default: runs/sweep-<scenario name>; replaced if it exists).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def sweep(
+    scenario_file: str,
+    seeds: str,
+    master: str | None,
+    conf: tuple[str, ...],
+    no_spark: bool,
+    out: str | None,
+    quiet: bool,
+) -> None:
+    """Run SCENARIO.toml once per seed in --seeds A:B on Spark and summarize the verdicts.
+
+    Each Spark task runs whole simulations in memory with every checker; rows (verdicts,
+    digest, key metrics) are written as each chunk of seeds finishes to
+    <out>/sweep.parquet/part-*.parquet, and <out>/summary.json counts violations per invariant,
+    gives metric distributions and lists every seed whose verdicts differ from the scenario's
+    [expect] with the command that replays it. The engine never changes a verdict: --no-spark,
+    local[1], local[2] and a cluster give the same rows. Ctrl-C keeps the finished chunks.
+    Exit code 0 when every seed is as expected, 1 when not, 2 on bad input, 130 interrupted.
+    """
+    from replay.session import SparkConfError, SparkOptions, parse_conf
+    from scenarios.schema import ScenarioError, load_scenario
+    from testbed.sweep import run_here, run_sweep
+
+    source = Path(scenario_file)
+    if not source.is_file():
+        raise UserError(f"{scenario_file}: no such file")
+    bounds = _sweep_seeds(seeds)
+    if no_spark and (master or conf):
+        raise UserError("--no-spark runs without Spark: drop --master/--conf, or drop --no-spark")
+    try:
+        scenario = load_scenario(source)
+        options = None if no_spark else SparkOptions(**_spark_args(master, parse_conf(conf)))
+    except (ScenarioError, SparkConfError) as err:
+        raise UserError(str(err)) from None
+    target = Path(out) if out else Path("runs") / f"sweep-{scenario.scenario.name}"
+    engine = "none" if options is None else f"spark {options.master}"
+    bar = None if quiet else _CountBar(f"sweeping {scenario.scenario.name} ({engine})", "seeds")
+    try:
+        if options is None:
+            result = run_sweep(
+                scenario,
+                source,
+                bounds,
+                target,
+                run_here,
+                engine=engine,
+                on_progress=bar and bar.update,
+            )
+        else:
+            result = _sweep_on_spark(scenario, source, bounds, target, options, engine, bar)
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.close()
+        click.echo(f"interrupted: finished seeds kept in {target}", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    if bar is not None:
+        bar.close()
+    _print_sweep_summary(result.summary, target)
+    sys.exit(0 if result.ok else 1)
+
+
+def _spark_args(master: str | None, conf: tuple[tuple[str, str], ...]) -> dict:
+    return {"conf": conf} | ({"master": master} if master else {})
+
+
+def _sweep_on_spark(scenario, source, bounds, target, options, engine, bar):
+    import tempfile
+
+    from replay.distribute import map_on_spark
+    from replay.session import spark_session
+    from testbed.sweep import evaluate_seed, run_sweep
+
+    with (
+        tempfile.TemporaryDirectory(prefix="testbed-spark-") as work,
+        spark_session(options, Path(work)) as spark,
+    ):
+
+        def on_spark(tasks, on_progress):
+            return map_on_spark(
+                spark, evaluate_seed, tasks, on_progress=on_progress, description=engine
+            )
+
+        return run_sweep(
+            scenario,
+            source,
+            bounds,
+            target,
+            on_spark,
+            engine=engine,
+            on_progress=bar and bar.update,
+        )
+
+
+class _CountBar:
+    """A rich progress bar over a count (to stderr, so stdout stays parseable)."""
+
+    def __init__(self, text: str, unit: str) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn(text),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn(unit),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self.task = self.progress.add_task("count", total=None)
+        self.progress.start()
+
+    def update(self, done: int, total: int) -> None:
+        self.progress.update(self.task, completed=done, total=total)
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+def _print_sweep_summary(summary: dict, target: Path) -> None:
+    runs, good = summary["runs"], summary["as_expected"]
+    click.echo(f"{summary['scenario']}: {good}/{runs} seeds as expected ({summary['engine']})")
+    expected = set(summary["expected_violations"])
+    for name, count in summary["violations"].items():
+        note = "expected" if name in expected else "UNEXPECTED"
+        click.echo(f"  {name}: violated in {count}/{runs} seeds ({note})")
+    if summary["errors"]:
+        click.echo(f"  crashed: {summary['errors']} seeds")
+    for failure in summary["failing"][:10]:
+        what = failure["error"] or ", ".join(failure["violated"]) or "no expected violation"
+        click.echo(f"  seed {failure['seed']}: {what}\n    replay: {failure['replay']}")
+    if len(summary["failing"]) > 10:
+        click.echo(f"  ... {len(summary['failing']) - 10} more in {target / 'summary.json'}")
+    click.echo(f"rows: {target / 'sweep.parquet'}  summary: {target / 'summary.json'}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

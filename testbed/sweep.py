@@ -1,0 +1,306 @@
+"""``testbed sweep``: one scenario over a range of seeds, on Spark or in this process.
+
+Each seed is a whole in-memory simulation plus every checker, run inside one task; only a flat row
+comes back (verdicts, the digest, key metrics). Rows are written in chunks to
+``sweep.parquet/part-NNNNN.parquet`` as each chunk of seeds finishes, so Ctrl-C or a lost cluster
+keeps every finished chunk; ``summary.json`` is rewritten after each chunk from what is on disk.
+
+The engine never changes a verdict: a seed's simulation depends on the scenario and the seed only,
+so ``--master local[1]``, ``local[2]``, a cluster and ``--no-spark`` give the same rows (only
+``wall_s`` differs), which the tests check.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import shutil
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from invariants.checks import check_all
+from models.table import HudiTable
+from reports.metrics import compute_metrics
+from scenarios.schema import Scenario, parse_scenario
+from sim.world import World
+from testbed.run import verdicts_match
+
+CHUNK_SEEDS = 256
+"""Seeds per Spark job (and per parquet part): large enough to keep executors busy, small enough
+that an interrupted sweep loses little."""
+MAX_WHY = 3
+"""Violation sentences kept per row (the full explanation comes from replaying the seed)."""
+
+ROW_SCHEMA = pa.schema(
+    [
+        ("scenario", pa.string()),
+        ("seed", pa.int64()),
+        ("ok", pa.bool_()),
+        ("expected_violations", pa.list_(pa.string())),
+        ("violated", pa.list_(pa.string())),
+        ("error", pa.string()),
+        ("drained", pa.bool_()),
+        ("digest", pa.string()),
+        ("events", pa.int64()),
+        ("sim_end_ms", pa.int64()),
+        ("commits", pa.int64()),
+        ("records_committed", pa.int64()),
+        ("failovers", pa.int64()),
+        ("checkpoints_failed", pa.int64()),
+        ("faults", pa.int64()),
+        ("blocked_ms_total", pa.int64()),
+        ("commit_latency_p99_ms", pa.int64()),
+        ("why", pa.string()),
+        ("wall_s", pa.float64()),
+    ]
+)
+"""One row per seed (a public contract, columns are only ever added). ``why`` is a JSON object
+{invariant: [first sentences]}; ``wall_s`` is the only column that differs between two runs."""
+METRIC_COLUMNS = (
+    "events",
+    "sim_end_ms",
+    "commits",
+    "records_committed",
+    "failovers",
+    "checkpoints_failed",
+    "faults",
+    "blocked_ms_total",
+    "commit_latency_p99_ms",
+    "wall_s",
+)
+
+
+@dataclass(frozen=True)
+class SeedTask:
+    """What an executor needs to run one seed: the resolved scenario text, where it came from."""
+
+    text: str
+    source: str
+    seed: int
+
+
+def evaluate_seed(task: SeedTask) -> dict[str, Any]:
+    """Simulate one seed in memory and check it; a crash becomes the row's ``error``."""
+    started = time.perf_counter()  # wall time is reported, never fed into the simulation
+    scenario = parse_scenario(task.text, task.source, seed=task.seed, storage="memory")
+    row: dict[str, Any] = {
+        "scenario": scenario.scenario.name,
+        "seed": task.seed,
+        "expected_violations": list(scenario.expect.violations),
+    }
+    try:
+        outcome = World(scenario).run()
+        events = outcome.history.events
+        verdicts = check_all(events, HudiTable(outcome.storage))
+        metrics = compute_metrics(events)
+    except Exception as error:  # the sweep goes on; the seed replays the crash
+        last = traceback.format_exception_only(error)[-1].strip()
+        return _row(row | {"ok": False, "violated": [], "error": last}, started)
+    jobs = metrics["jobs"].values()
+    latencies = [j["commit_latency_ms"]["p99"] for j in jobs if j["commit_latency_ms"]["p99"]]
+    violated = sorted(name for name, verdict in verdicts.items() if not verdict.ok)
+    row |= {
+        "ok": verdicts_match(verdicts, scenario.expect.violations),
+        "violated": violated,
+        "error": None,
+        "drained": outcome.drained,
+        "digest": outcome.history.digest(),
+        "events": metrics["events"],
+        "sim_end_ms": metrics["sim_end_ms"],
+        "commits": sum(j["commits"] for j in jobs),
+        "records_committed": sum(j["records_committed"] for j in jobs),
+        "failovers": sum(j["failovers"] for j in jobs),
+        "checkpoints_failed": sum(j["checkpoints_failed"] for j in jobs),
+        "faults": sum(metrics["faults"].values()),
+        "blocked_ms_total": metrics["blocked_ms_total"],
+        "commit_latency_p99_ms": max(latencies, default=None),
+        "why": json.dumps(
+            {name: [v.why for v in verdicts[name].violations[:MAX_WHY]] for name in violated},
+            sort_keys=True,
+        ),
+    }
+    return _row(row, started)
+
+
+def _row(values: dict[str, Any], started: float) -> dict[str, Any]:
+    return {name: values.get(name) for name in ROW_SCHEMA.names} | {
+        "wall_s": round(time.perf_counter() - started, 3)
+    }
+
+
+Runner = Callable[[list[SeedTask], Callable[[int, int], None] | None], list[dict[str, Any]]]
+"""Runs one chunk of seeds and returns their rows in order (Spark or this process)."""
+
+
+def run_here(tasks: list[SeedTask], on_progress: Callable[[int, int], None] | None) -> list[dict]:
+    """The engine-free reference: every seed in this process, one after the other."""
+    rows = []
+    for done, task in enumerate(tasks, start=1):
+        rows.append(evaluate_seed(task))
+        if on_progress is not None:
+            on_progress(done, len(tasks))
+    return rows
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    out: Path
+    summary: dict[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.summary["ok"])
+
+
+def chunks(first: int, last: int, size: int) -> Iterator[range]:
+    for start in range(first, last + 1, size):
+        yield range(start, min(start + size, last + 1))
+
+
+def run_sweep(
+    scenario: Scenario,
+    source: Path,
+    seeds: tuple[int, int],
+    out: Path,
+    runner: Runner,
+    *,
+    engine: str,
+    chunk_seeds: int = CHUNK_SEEDS,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> SweepResult:
+    """Sweep seeds ``first..last`` (inclusive) of ``scenario`` into ``out``; ``out`` is replaced.
+
+    ``on_progress(done_seeds, total_seeds)``. A ``KeyboardInterrupt`` propagates after the summary
+    of the finished chunks is written (``"interrupted": true``).
+    """
+    first, last = seeds
+    text = scenario_text(source)
+    if out.exists():
+        shutil.rmtree(out)
+    parts = out / "sweep.parquet"
+    parts.mkdir(parents=True)
+    total = last - first + 1
+    finished = 0
+    interrupted = False
+    try:
+        for index, seed_range in enumerate(chunks(first, last, chunk_seeds)):
+            tasks = [SeedTask(text, str(source), seed) for seed in seed_range]
+
+            def chunk_progress(done: int, of: int, base: int = finished, size: int = len(tasks)):
+                if on_progress is not None:
+                    on_progress(base + math.floor(size * done / max(of, 1)), total)
+
+            rows = runner(tasks, chunk_progress)
+            pq.write_table(
+                pa.Table.from_pylist(rows, schema=ROW_SCHEMA), parts / f"part-{index:05d}.parquet"
+            )
+            finished += len(tasks)
+            write_summary(out, scenario, source, seeds, engine, interrupted=False)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        summary = write_summary(out, scenario, source, seeds, engine, interrupted=interrupted)
+    return SweepResult(out, summary)
+
+
+def scenario_text(source: Path) -> str:
+    return source.read_text(encoding="utf-8")
+
+
+def read_rows(out: Path) -> pa.Table:
+    parts = sorted((out / "sweep.parquet").glob("part-*.parquet"))
+    if not parts:
+        return ROW_SCHEMA.empty_table()
+    return pa.concat_tables(pq.read_table(p, schema=ROW_SCHEMA) for p in parts)
+
+
+def replay_command(source: Path, seed: int) -> str:
+    return shlex.join(["testbed", "run", str(source.resolve()), "--seed", str(seed)])
+
+
+def distribution(values: list[float]) -> dict[str, float | None]:
+    """min / p50 / p90 / max / mean of one metric across seeds (nearest rank, no interpolation)."""
+    if not values:
+        return {"min": None, "p50": None, "p90": None, "max": None, "mean": None}
+    ordered = sorted(values)
+
+    def rank(p: int) -> float:
+        return ordered[max(1, math.ceil(len(ordered) * p / 100)) - 1]
+
+    return {
+        "min": ordered[0],
+        "p50": rank(50),
+        "p90": rank(90),
+        "max": ordered[-1],
+        "mean": round(sum(ordered) / len(ordered), 3),
+    }
+
+
+def summarize(
+    rows: pa.Table,
+    scenario: Scenario,
+    source: Path,
+    seeds: tuple[int, int],
+    engine: str,
+    *,
+    interrupted: bool,
+) -> dict[str, Any]:
+    """The sweep in one object (``summary.json``, a public contract: fields are only added)."""
+    data = rows.to_pylist()
+    violations: dict[str, int] = {}
+    for row in data:
+        for name in row["violated"]:
+            violations[name] = violations.get(name, 0) + 1
+    failing = [
+        {
+            "seed": row["seed"],
+            "violated": row["violated"],
+            "error": row["error"],
+            "replay": replay_command(source, row["seed"]),
+        }
+        for row in data
+        if not row["ok"]
+    ]
+    return {
+        "scenario": scenario.scenario.name,
+        "source": str(source),
+        "engine": engine,
+        "seeds": {"first": seeds[0], "last": seeds[1], "count": seeds[1] - seeds[0] + 1},
+        "runs": len(data),
+        "interrupted": interrupted,
+        "ok": not failing and not interrupted and len(data) == seeds[1] - seeds[0] + 1,
+        "expected_violations": list(scenario.expect.violations),
+        "as_expected": len(data) - len(failing),
+        "errors": sum(1 for row in data if row["error"]),
+        "violations": dict(sorted(violations.items())),
+        "failing": failing,
+        "metrics": {
+            name: distribution([row[name] for row in data if row[name] is not None])
+            for name in METRIC_COLUMNS
+        },
+    }
+
+
+def write_summary(
+    out: Path,
+    scenario: Scenario,
+    source: Path,
+    seeds: tuple[int, int],
+    engine: str,
+    *,
+    interrupted: bool,
+) -> dict[str, Any]:
+    summary = summarize(read_rows(out), scenario, source, seeds, engine, interrupted=interrupted)
+    staging = out / "summary.json.partial"
+    staging.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    staging.replace(out / "summary.json")
+    return summary
