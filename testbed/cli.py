@@ -68,12 +68,22 @@ def main() -> None:
     metavar="TIME",
     help="Time travel: show the table as of this instant time (17 digits, or 14 legacy).",
 )
-def inspect(path: str, as_json: bool, as_of: str | None) -> None:
+@click.option(
+    "--plot",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Also draw the whole timeline and every file slice into FILE (.png or .svg).",
+)
+def inspect(path: str, as_json: bool, as_of: str | None, plot: str | None = None) -> None:
     """Print the timeline and the latest file slice of every file group of the table at PATH.
 
     Instants show requested time, completion time, action and state. File slices are those a
     snapshot reader merges (at --as-of if given): base file and committed log files in merge order.
+    With --plot, the timeline (instants as requested -> completed intervals per action) and the
+    file slices of every file group over time are drawn into FILE as well.
     """
+    if plot is not None and Path(plot).suffix.lower() not in (".png", ".svg"):
+        raise UserError(f"--plot: {plot}: unsupported format (allowed: .png, .svg)")
     table = _open_table(path)
     try:
         timeline, groups = table.file_groups(as_of=_as_of(as_of))
@@ -104,6 +114,14 @@ def inspect(path: str, as_json: bool, as_of: str | None) -> None:
             for s in slices
         ],
     }
+    if plot is not None:
+        from reports.table_plots import plot_table
+
+        try:
+            plot_table(Path(path), Path(plot), table=table)
+        except CorruptTableError as err:
+            raise UserError(f"{path}: {err}") from None
+        click.echo(f"plot written to {plot}", err=True)
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -483,6 +501,87 @@ def check(run_dir: str) -> None:
     sys.exit(0 if report.match else 1)
 
 
+@main.command()
+@click.argument("targets", metavar="[SUITE|FILES...]", nargs=-1)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    help="Suite folder (default: runs/suite-<suite>); its run folders are replaced.",
+)
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    help="Run each scenario on N consecutive seeds, starting at its own [scenario] seed "
+    "(default: its own seed only).",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Worker processes (default: the number of CPUs; 1 runs everything in this process).",
+)
+@click.option(
+    "--no-minimize",
+    is_flag=True,
+    help="Do not shrink caught known-bad runs to their minimal counterexample.",
+)
+@click.option(
+    "--minimize-runs",
+    type=click.IntRange(min=1),
+    default=24,
+    show_default=True,
+    help="Most simulations one counterexample minimization may spend.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def suite(
+    targets: tuple[str, ...],
+    out: str | None,
+    seeds: int | None,
+    workers: int | None,
+    no_minimize: bool,
+    minimize_runs: int,
+    quiet: bool,
+) -> None:
+    """Run a suite of scenarios (default: the default suite of scenarios/suites.toml) or the
+    scenario FILES, in parallel, and write summary.json, summary.parquet and report.html.
+
+    \b
+    Suites: smoke (quick, for CI), catalog (every catalog scenario), full (the catalog plus
+    the truetime and concurrency grids; the default), truetime, concurrency.
+    Each caught known-bad run is shrunk to its minimal counterexample (counterexample.toml,
+    .json, .txt in its run folder) unless --no-minimize.
+    Exit code 0 when every run's verdict matches its expectation, 1 when one does not (or a
+    run raised, or the report could not be written), 2 on bad input, 130 when interrupted
+    (the finished runs' summary and report are still written).
+    """
+    from scenarios.schema import ScenarioError
+    from testbed import suite as suites
+
+    try:
+        chosen = suites.resolve(targets)
+    except ScenarioError as err:
+        raise UserError(str(err)) from None
+    target = Path(out) if out else suites.default_out(chosen)
+    bar = None if quiet else _CountBar(f"suite {chosen.name}", "runs")
+    try:
+        outcome = suites.run_suite(
+            chosen,
+            target,
+            seeds=seeds,
+            workers=workers,
+            minimize_runs=0 if no_minimize else minimize_runs,
+            progress=bar and (lambda done, total, _row: bar.update(done, total)),
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    from rich.console import Console
+
+    Console(width=max(120, Console().width)).print(suites.summary_table(outcome.summary))
+    for line in suites.report_lines(outcome):
+        click.echo(line)
+    sys.exit(outcome.exit_code)
+
+
 def _sweep_seeds(value: str) -> tuple[int, int]:
     low, sep, high = value.partition(":")
     try:
@@ -576,6 +675,65 @@ def sweep(
         bar.close()
     _print_sweep_summary(result.summary, target)
     sys.exit(0 if result.ok else 1)
+
+
+@main.command()
+@click.argument("path", metavar="RUN_DIR|TABLE_PATH", type=click.Path(file_okay=False))
+@click.option(
+    "--ledger",
+    type=click.Path(dir_okay=False),
+    help="The history.jsonl whose ledger the table must match (default: RUN_DIR/history.jsonl; "
+    "without one only duplicated keys are checked).",
+)
+@click.option("--master", default=None, help="Spark master (default local[*]).")
+@click.option(
+    "--conf", "conf", multiple=True, metavar="KEY=VALUE", help="Extra Spark setting, repeatable."
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    help="Write the report as JSON here too (default: RUN_DIR/verify.json for a run folder).",
+)
+def verify(
+    path: str, ledger: str | None, master: str | None, conf: tuple[str, ...], out: str | None
+) -> None:
+    """Verify the data of a table written by the testbed, on Spark.
+
+    One task per file group reads its latest file slice with the testbed's own reader (base file
+    merged with committed log blocks); Spark joins the live rows with the ledger's model (the
+    records the history's completed checkpoints cover, merged by the table's rule) and reports
+    lost keys, extra keys, duplicated keys and wrong versions, with counts and examples. No
+    record is collected to the driver, so it scales with the cluster. Exit code 0 when the data
+    matches, 1 when it is damaged, 2 on bad input.
+    """
+    import tempfile
+
+    from replay.session import SparkConfError, SparkOptions, parse_conf, spark_session
+    from replay.verify import VerifyInputError, describe, resolve_target
+    from replay.verify import verify as verify_table
+
+    try:
+        target = resolve_target(Path(path), Path(ledger) if ledger else None)
+        options = SparkOptions(**_spark_args(master, parse_conf(conf)))
+    except (VerifyInputError, SparkConfError) as err:
+        raise UserError(str(err)) from None
+    with (
+        tempfile.TemporaryDirectory(prefix="testbed-verify-") as work,
+        spark_session(options, Path(work)) as spark,
+    ):
+        try:
+            report = verify_table(spark, target, Path(work))
+        except VerifyInputError as err:
+            raise UserError(str(err)) from None
+    report["engine"] = f"spark {options.master}"
+    for line in describe(report):
+        click.echo(line)
+    run_folder = target.table_root != Path(path)
+    dest = Path(out) if out else (Path(path) / "verify.json" if run_folder else None)
+    if dest is not None:
+        dest.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        click.echo(f"report: {dest}")
+    sys.exit(0 if report["ok"] else 1)
 
 
 def _spark_args(master: str | None, conf: tuple[tuple[str, str], ...]) -> dict:
