@@ -21,7 +21,10 @@ Where exactly each event lands in the history is the point:
 Value: ``{"time": <17 digits>, "use": "requested" | "completion", "locked": bool}`` plus, for a
 completion, ``"instant"`` and ``"action"`` of the completed instant (or ``"error"`` when the action
 failed). ``locked`` says the time was taken under the table lock (TrueTime), which is what orders
-such events against each other in the happens-before graph.
+such events against each other in the happens-before graph. ``wait_ms`` (present when not 0) is the
+simulated time the caller spent getting the time: waiting for the lock, TrueTime's skew wait and
+tie-breaking retries (for a completion: up to the moment the action ran, not the action itself).
+It is what TrueTime costs each instant, the overhead a skew bound buys its safety with.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any, TypeVar
 
 from models.ports import Steps
 from models.truetime import TimeGenerator, TrueTimeGenerator
+from sim.clock import SimClock
 from sim.history import HistoryRecorder
 
 T = TypeVar("T")
@@ -53,31 +57,45 @@ class RecordingTimeGenerator:
         self.locked = isinstance(inner, TrueTimeGenerator)
         """True if every time comes from under the table lock (only TrueTime takes it)."""
 
-    def _record(self, time: str, use: str, **extra: Any) -> None:
-        self.history.info(
-            self.process,
-            INSTANT_TIME,
-            {"time": time, "use": use, "locked": self.locked, **extra},
-        )
+    def _now(self) -> int | None:
+        """True simulated time, read from the simpy environment behind the process's clock (the
+        time the history records in); None when the generator has no simulated clock (a time
+        service, or a fake clock in a unit test): then no ``wait_ms`` is recorded."""
+        clock = getattr(self.inner, "clock", None)
+        return int(clock.env.now) if isinstance(clock, SimClock) else None
+
+    def _waited(self, started_ms: int | None) -> int:
+        now = self._now()
+        return 0 if now is None or started_ms is None else now - started_ms
+
+    def _record(self, time: str, use: str, wait_ms: int, **extra: Any) -> None:
+        value = {"time": time, "use": use, "locked": self.locked, **extra}
+        if wait_ms:
+            value["wait_ms"] = wait_ms
+        self.history.info(self.process, INSTANT_TIME, value)
 
     def generate_time(self, *, skip_locking: bool = False) -> Steps[str]:
+        started_ms = self._now()
         time = yield from self.inner.generate_time(skip_locking=skip_locking)
-        self._record(time, "requested")
+        self._record(time, "requested", self._waited(started_ms))
         return time
 
     def consume_time(self, action: Callable[[str], T], *, skip_locking: bool = False) -> Steps[T]:
+        started_ms = self._now()
+
         def recorded(time: str) -> T:
+            wait_ms = self._waited(started_ms)
             try:
                 result = action(time)
             except Exception as error:
-                self._record(time, "completion", error=f"{type(error).__name__}: {error}")
+                self._record(time, "completion", wait_ms, error=f"{type(error).__name__}: {error}")
                 raise
             instant = getattr(result, "requested_time", None)
             action_name = getattr(result, "action", None)
             if isinstance(instant, str) and isinstance(action_name, str):
-                self._record(time, "completion", instant=instant, action=action_name)
+                self._record(time, "completion", wait_ms, instant=instant, action=action_name)
             else:
-                self._record(time, "completion")
+                self._record(time, "completion", wait_ms)
             return result
 
         return (yield from self.inner.consume_time(recorded, skip_locking=skip_locking))
