@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from invariants.committed import load_committed
 from invariants.exactly_once import check_exactly_once
 from invariants.instants import (
     check_commit_order,
@@ -44,6 +45,7 @@ CHECKERS: dict[str, Checker] = {
 
 def check_all(events: Sequence[Event], table: HudiTable) -> dict[str, Verdict]:
     """The verdict of every checker, by invariant name (in :data:`CHECKERS` order)."""
+    committed = load_committed(table)  # noqa: F841 - the cache holds it weakly: one reading for all
     verdicts = {}
     for name, checker in CHECKERS.items():
         verdict = checker(events, table)

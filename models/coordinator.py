@@ -9,14 +9,45 @@ simulator hands it one message at a time. Three modes (PROTOCOL.md section 6):
     ``inflight`` files) if needed. ``notify_checkpoint_complete(n)`` commits, serially and in
     checkpoint order, **every** buffer with id ``< n`` and drops them (Flink's subsume contract: a
     lost notification for ``n - 1`` is covered by ``n``). Writers never wait for a commit.
-``blocking`` (before 1.1)
-    One instant at a time. A task that flushed its last batch for the current instant gets no
-    instant (``None``: it must wait) until the notification commits it and the coordinator starts
-    the next one. Correct, but writers stall between their checkpoint flush and the commit.
+``blocking`` (COPY_ON_WRITE upserts; before 1.1 every job)
+    The same buffers and the same notification rule, plus Hudi's *commit guard*
+    (``EventBuffers.awaitAllInstantsToCompleteIfNecessary``, on when
+    ``OptionsResolver.isBlockingInstantGeneration``): a request for an id that has no buffer yet
+    gets no instant (``None``: the task waits and asks again) while any pending buffer has received
+    an event (``EventBuffers.nonEmpty``). So an instant holding data is committed before the next
+    one starts, and a task that flushed its last batch for checkpoint ``n`` waits until the
+    notification for ``n`` committed it. Correct, but writers stall between their checkpoint
+    flush and the commit. The notification only commits buffers with id ``< n``: records a task
+    flushed after snapshotting ``n`` (id ``n``) are never committed by it, however late it comes.
+    (This module once kept one instant with a "task closed" set and committed it once every task
+    had sent *a* last batch for it; a late notification then committed records of the next
+    checkpoint, which a failure of that checkpoint replayed as duplicates:
+    ``tests/models/test_coordinator_stateful.py::test_blocking_late_notification_commits_part_of_a
+    _pending_checkpoint``.)
 ``minibatch`` (seed 004, step 3)
-    One instant at a time that tasks keep writing into across checkpoints; each notification
-    commits whatever has arrived so far and a new instant starts on the next request. After a
-    failover the source replays data that an earlier commit already contained: at-least-once.
+    One instant at a time that tasks keep writing into across checkpoints; a notification commits
+    whatever has arrived so far and a new instant starts on the next request. After a failover
+    the source replays data that an earlier commit already contained: at-least-once, duplicates
+    for inserts, still correct for upserts (the design's stated semantics), but never a loss. So
+    a notification that finds a flush into the open instant still under way (a task was handed
+    the instant and has sent no event since) commits nothing: committing then would complete the
+    instant without the files being written, a completed later checkpoint would cover those
+    records, and their event would arrive for a committed instant (the job fails over, and the
+    restore cannot commit them: lost). The design allows it: "some checkpoint notifications may
+    be skipped" and the instant spans one more checkpoint (the next notification commits it).
+
+An instant that ends up with nothing to commit (no event at all, Hudi's
+``isEmptyDataWriteBuffer``; or only empty write statuses while empty commits are not allowed) is
+not committed. Hudi 1.1's ``commitInstant`` then drops the buffer (``eventBuffers.reset``) and
+stops the instant's heartbeat, leaving the requested and inflight files to failed-writes cleaning:
+``EAGER`` (the default, which Flink keeps only for blocking generation) rolls it back at the next
+``startCommit`` (``rollbackFailedWrites``), ``LAZY`` (forced for async generation by
+``FlinkWriteClients``) once the stopped heartbeat has expired. Here the coordinator rolls it back
+itself, right when it drops it: the same end state without depending on a cleaner (a single
+job's simulation may run none), and safe because no task can still write into it (every event
+for a checkpoint id below ``n`` reaches the coordinator before the task's ACK that completes
+``n``). Leaving it inflight kept a pending instant that no one would ever commit, blocking
+archiving and, in blocking mode, showing two open instants.
 
 State and failover (the order matters): the coordinator snapshots first for checkpoint ``i``
 (:meth:`snapshot_state` keeps the buffers with id ``< i`` in which every task's last batch
@@ -110,6 +141,12 @@ class EventBuffer:
         return all(e is None for e in self.events)
 
     @property
+    def has_events(self) -> bool:
+        """Some task sent an event, if only an empty last batch (Hudi's ``EventBuffers.nonEmpty``
+        for one buffer): what the blocking-mode commit guard waits on."""
+        return not self.is_empty
+
+    @property
     def write_stats(self) -> tuple[WriteStat, ...]:
         return tuple(s for e in self.events if e is not None for s in e.write_stats)
 
@@ -171,12 +208,15 @@ class WriteCoordinator:
         commit_scope: str = "all_below",
         snapshot_partial_buffers: bool = False,
         on_instant_start: Callable[[Instant], None] | None = None,
+        on_rollback: Callable[[str, Instant], None] | None = None,
     ) -> None:
         """``precommit(instant, stats)`` runs under the table lock right before the completed
         file is created (OCC conflict checks); raising aborts the commit. ``commit_scope`` and
         ``snapshot_partial_buffers`` are the known-bad variants of the module docstring.
         ``on_instant_start(instant)`` runs when an OCC retry creates a new instant (start its
-        heartbeat: under LAZY cleaning an instant without one looks failed)."""
+        heartbeat: under LAZY cleaning an instant without one looks failed).
+        ``on_rollback(instant_time, rollback)`` runs after the coordinator rolled back an instant
+        it dropped with nothing to commit (for the history)."""
         if mode not in COORDINATOR_MODES:
             raise ValueError(f"mode must be one of {COORDINATOR_MODES}, not {mode!r}")
         if commit_scope not in COMMIT_SCOPES:
@@ -192,11 +232,12 @@ class WriteCoordinator:
         self.commit_scope = commit_scope
         self.snapshot_partial_buffers = snapshot_partial_buffers
         self.on_instant_start = on_instant_start
+        self.on_rollback = on_rollback
         self.buffers: dict[int, EventBuffer] = {}
-        self._closed: set[int] = set()  # blocking: tasks done with the current instant
+        self._writing: set[int] = set()  # minibatch: tasks handed the open instant, no event since
         self._restored_checkpoint: int | None = None
         self._bootstraps: dict[int, BootstrapEvent] = {}
-        self._restored_open: dict[str, EventBuffer] = {}  # minibatch: committed after bootstrap
+        self._restored_open: dict[str, EventBuffer] = {}  # restored, committed after bootstrap
         self._completed: set[str] = set()  # instants this coordinator committed
 
     # --- queries -----------------------------------------------------------------------------------
@@ -217,19 +258,25 @@ class WriteCoordinator:
     # --- instants ----------------------------------------------------------------------------------
 
     def request_instant(self, task_id: int, checkpoint_id: int) -> Steps[str | None]:
-        """The instant ``task_id`` must write its next flush into; None means wait (blocking)."""
+        """The instant ``task_id`` must write its next flush into; None means wait (blocking).
+
+        Hudi's ``handleInstantRequest``: the buffer of ``checkpoint_id`` if there is one, else a
+        new instant; in blocking mode only once no pending buffer has received an event (the
+        commit guard). Minibatch: the open instant, and the task counts as writing into it until
+        its next event arrives."""
         self._check_task(task_id)
-        if self.mode == "async":
-            buffer = self.buffers.get(checkpoint_id)
-            if buffer is None:
-                buffer = yield from self._start_instant(checkpoint_id)
-            return buffer.instant
-        current = self._current()
-        if self.mode == "blocking" and current is not None and task_id in self._closed:
-            return None
-        if current is None:
-            current = yield from self._start_instant(checkpoint_id)
-        return current.instant
+        if self.mode == "minibatch":
+            current = self._current()
+            if current is None:
+                current = yield from self._start_instant(checkpoint_id)
+            self._writing.add(task_id)
+            return current.instant
+        buffer = self.buffers.get(checkpoint_id)
+        if buffer is None:
+            if self.mode == "blocking" and any(b.has_events for b in self.buffers.values()):
+                return None  # the commit guard: wait until the pending instant is committed
+            buffer = yield from self._start_instant(checkpoint_id)
+        return buffer.instant
 
     def _start_instant(self, checkpoint_id: int) -> Steps[EventBuffer]:
         instant = yield from self.writer.start_commit()
@@ -242,23 +289,18 @@ class WriteCoordinator:
     def handle_event(self, event: WriteMetadataEvent) -> None:
         """Record a task's write metadata in the buffer of its instant."""
         self._check_task(event.task_id)
+        self._writing.discard(event.task_id)
         key = self._buffer_key(event)
         if key is None:
             return
         self.buffers[key] = self.buffers[key].with_event(event)
-        if self.mode == "blocking" and event.last_batch:
-            self._closed.add(event.task_id)
 
     def _buffer_key(self, event: WriteMetadataEvent) -> int | None:
-        if event.instant is None:
-            if self.mode == "async":
+        if event.instant is None:  # an empty last batch: it joins the buffer of its id, if any
+            if self.mode != "minibatch":
                 return event.checkpoint_id if event.checkpoint_id in self.buffers else None
             current = self._current()
-            if current is None:
-                if self.mode == "blocking" and event.last_batch:
-                    self._closed.add(event.task_id)
-                return None
-            return current.checkpoint_id
+            return None if current is None else current.checkpoint_id
         for key in sorted(self.buffers):
             if self.buffers[key].instant == event.instant:
                 return key
@@ -277,9 +319,9 @@ class WriteCoordinator:
     # --- checkpoints -------------------------------------------------------------------------------
 
     def snapshot_state(self, checkpoint_id: int) -> CoordinatorState:
-        """``checkpointCoordinator(i)``: persist the fully received buffers with id < i
-        (minibatch: the current buffer as received so far; variant ``snapshot_partial_buffers``:
-        every buffer with id < i, received or not)."""
+        """``checkpointCoordinator(i)``: persist the fully received buffers with id < i (async
+        and blocking alike; minibatch: the current buffer as received so far; variant
+        ``snapshot_partial_buffers``: every buffer with id < i, received or not)."""
         if self.mode == "minibatch":
             kept = tuple(self.buffers[k] for k in sorted(self.buffers))
         else:
@@ -291,37 +333,29 @@ class WriteCoordinator:
         return CoordinatorState(checkpoint_id, kept)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> Steps[list[CommitResult]]:
-        """Commit what checkpoint ``checkpoint_id`` covers, serially in checkpoint order."""
+        """Commit what checkpoint ``checkpoint_id`` covers, serially in checkpoint order (Hudi's
+        ``commitInstants``: every buffer with id < ``checkpoint_id``; the ids are the last
+        checkpoint a task snapshotted, so ``<``, not ``<=``). Minibatch: the open instant with
+        whatever it received, unless a flush into it is still under way."""
         results: list[CommitResult] = []
-        if self.mode == "async":
-            covered = [key for key in sorted(self.buffers) if key < checkpoint_id]
-            if self.commit_scope == "latest_only":
-                for key in covered[:-1]:  # their notification was lost: dropped, never committed
-                    del self.buffers[key]
-                covered = covered[-1:]
-            for key in covered:
-                result = yield from self._commit(self.buffers.pop(key))
-                if result is not None:
-                    results.append(result)
-            return results
-        current = self._current()
-        if current is None:
-            return results
-        if self.mode == "blocking":
-            if len(self._closed) < self.parallelism:
-                return results  # some task has not flushed its last batch: not covered yet
+        if self.mode == "minibatch":
+            current = self._current()
+            if current is None or self._writing:
+                return results  # skipped: the next notification commits the instant
             self.buffers.clear()
-            self._closed.clear()
             result = yield from self._commit(current)
             if result is not None:
                 results.append(result)
-            yield from self._start_instant(checkpoint_id)  # the next instant, only now
             return results
-        # minibatch: commit everything received so far; the next request starts a new instant
-        self.buffers.clear()
-        result = yield from self._commit(current)
-        if result is not None:
-            results.append(result)
+        covered = [key for key in sorted(self.buffers) if key < checkpoint_id]
+        if self.commit_scope == "latest_only":
+            for key in covered[:-1]:  # their notification was lost: dropped, never committed
+                del self.buffers[key]
+            covered = covered[-1:]
+        for key in covered:
+            result = yield from self._commit(self.buffers.pop(key))
+            if result is not None:
+                results.append(result)
         return results
 
     # --- failover ----------------------------------------------------------------------------------
@@ -330,9 +364,9 @@ class WriteCoordinator:
         """``resetToCheckpoint``: reload the buffers and re-commit every restored instant that is
         not completed; then wait for the tasks' bootstrap events. (Minibatch: the restored
         instant was still open, the tasks' state holds its later events; it is committed with
-        them in :meth:`handle_bootstrap`.)"""
+        them in :meth:`handle_bootstrap`, as is a restored buffer with nothing to commit yet.)"""
         self.buffers.clear()
-        self._closed.clear()
+        self._writing.clear()
         self._bootstraps.clear()
         self._restored_open.clear()
         self._restored_checkpoint = -1 if state is None else state.checkpoint_id
@@ -342,7 +376,10 @@ class WriteCoordinator:
         for buffer in state.buffers:
             if self._is_completed(buffer.instant):
                 continue
-            if self.mode == "minibatch":  # still open: the tasks re-send its later events
+            if self.mode == "minibatch" or self._nothing_to_commit(buffer):
+                # minibatch: still open, the tasks re-send its later events; otherwise only the
+                # re-sent events can fill it (variant snapshot_partial_buffers): both wait for
+                # the bootstrap, which commits them or, still empty, rolls them back
                 self._restored_open[buffer.instant] = buffer
                 continue
             result = yield from self._commit(buffer, recommit=True)
@@ -387,7 +424,8 @@ class WriteCoordinator:
 
     def _commit(self, buffer: EventBuffer, *, recommit: bool = False) -> Steps[CommitResult | None]:
         stats = buffer.write_stats
-        if buffer.is_empty or (not stats and not self.allow_empty_commit):
+        if self._nothing_to_commit(buffer):
+            yield from self._abandon(buffer.instant)
             return None
         inflight = Instant(buffer.instant, State.INFLIGHT, self.writer.default_action)
         if recommit:
@@ -435,6 +473,23 @@ class WriteCoordinator:
             tuple(s.path for s in stats),
             recommit,
         )
+
+    def _nothing_to_commit(self, buffer: EventBuffer) -> bool:
+        """No event at all, or only empty write statuses while empty commits are not allowed."""
+        return buffer.is_empty or (not buffer.write_stats and not self.allow_empty_commit)
+
+    def _abandon(self, instant_time: str) -> Steps[None]:
+        """Roll back an instant dropped with nothing to commit (see the module docstring): what
+        Hudi's failed-writes cleaning does to it later, done at once."""
+        known = self.writer.timeline.load().get(instant_time) is not None
+        if not known or self._is_completed(instant_time):
+            return  # already cleaned (or committed) by someone else
+        failed = Instant(instant_time, State.INFLIGHT, self.writer.default_action)
+        done = yield from rollback(
+            self.writer.table, self.writer, failed, self.writer.time_generator
+        )
+        if self.on_rollback is not None:
+            self.on_rollback(instant_time, done)
 
     def _is_completed(self, instant_time: str) -> bool:
         if instant_time in self._completed:

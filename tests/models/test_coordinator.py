@@ -291,20 +291,38 @@ def test_async_late_notification_does_not_commit_newer_buffers():
     assert p.snapshot() == p.model(p.covered[1])
 
 
-def test_async_empty_buffer_commits_only_if_allowed():
-    for allow in (True, False):
-        p = Pipeline("async", parallelism=2, allow_empty_commit=allow)
-        p.ingest(10)
-        p.checkpoint(1)
-        p.notify(1)
-        run(p.coordinator.request_instant(0, 1), p.clock)  # an instant, then no data
-        p.checkpoint(2)
-        results = p.notify(2)
-        assert len(results) == (1 if allow else 0)
-        if allow:
-            assert results[0].files == () and results[0].records == 0
-        assert len(p.completed()) == 1 + allow
-        assert p.coordinator.pending_instants == []
+@pytest.mark.parametrize("mode", ["async", "blocking", "minibatch"])
+@pytest.mark.parametrize("allow", [True, False])
+def test_an_empty_instant_is_committed_if_allowed_else_rolled_back(mode, allow):
+    """An instant that got only empty last batches: committed empty, or (empty commits not
+    allowed) dropped as Hudi's commitInstant does, and then rolled back rather than left
+    inflight with nobody to ever commit it (it blocked archiving)."""
+    rollbacks: list[tuple[str, Instant]] = []
+    p = Pipeline(mode, parallelism=2, allow_empty_commit=allow)
+    p.coordinator.on_rollback = lambda instant, done: rollbacks.append((instant, done))
+    p.ingest(10)
+    p.checkpoint(1)
+    p.notify(1)
+    empty = run(p.coordinator.request_instant(0, 1), p.clock)  # an instant, then no data
+    if mode == "minibatch":
+        p.coordinator.handle_event(WriteMetadataEvent(0, None, 1, (), False))
+    p.checkpoint(2)
+    results = p.notify(2)
+    assert len(results) == (1 if allow else 0)
+    if allow:
+        assert results[0].files == () and results[0].records == 0
+        assert results[0].instant.requested_time == empty
+    writes = [i for i in p.completed() if i.action != "rollback"]
+    assert len(writes) == 1 + allow
+    assert p.coordinator.pending_instants == []
+    timeline = p.writer.timeline.load()
+    assert list(timeline.pending()) == []  # nothing left inflight
+    if not allow:
+        ((instant, done),) = rollbacks
+        assert instant == empty and timeline.get(empty) is None
+        assert done.action == "rollback" and done.is_completed
+    else:
+        assert rollbacks == []
 
 
 # --- blocking ------------------------------------------------------------------------------------
@@ -315,29 +333,29 @@ def test_blocking_task_waits_for_the_commit():
     p.ingest(40)
     first = p.flush(0, last_batch=True)
     assert first is not None
-    # task 0 sent its last batch: no instant until the commit
-    assert run(p.coordinator.request_instant(0, 0), p.clock) is None
+    p.tasks[0].snapshot_state(1)
+    # task 0 sent its last batch for checkpoint 1: no instant for id 1 until the commit
+    assert run(p.coordinator.request_instant(0, 1), p.clock) is None
     later = route(p.source.batch(40, 80), 2, 2)  # offsets 40..80 reach task 0 first
     p.tasks[0].add(later[0])
     assert p.flush(0) is None  # its eager flush has to wait
     assert p.tasks[0].buffered_rows == later[0].num_rows > 0
-    second = p.flush(1, last_batch=True)
+    second = p.flush(1, last_batch=True)  # task 1 still carries -1: the pending instant
     assert second.instant == first.instant
+    p.tasks[1].snapshot_state(1)
     p.tasks[1].add(later[1])
     p.offset = 80
-    for task in p.tasks:
-        task.snapshot_state(1)
     p.covered[1] = 40  # task 0 still buffers offsets 40..80
     assert run(p.coordinator.request_instant(1, 1), p.clock) is None
     assert p.coordinator.pending_instants == [first.instant]
     (result,) = p.notify(1)
     assert result.instant.requested_time == first.instant
-    # the next instant exists as soon as the commit is done, and both tasks get it
-    (nxt,) = p.coordinator.pending_instants
-    assert nxt > first.instant
+    assert p.coordinator.pending_instants == []
+    # the next request after the commit starts the next instant, and both tasks get it
+    nxt = run(p.coordinator.request_instant(0, 1), p.clock)
+    assert nxt is not None and nxt > first.instant
     timeline = p.writer.timeline.load()
     assert timeline.get(nxt).state is State.INFLIGHT
-    assert run(p.coordinator.request_instant(0, 1), p.clock) == nxt
     assert run(p.coordinator.request_instant(1, 1), p.clock) == nxt
     assert p.snapshot() == p.model(40)
     p.ingest(20)
@@ -347,16 +365,32 @@ def test_blocking_task_waits_for_the_commit():
     assert p.snapshot() == p.model(p.covered[2])
 
 
-def test_blocking_notification_before_all_last_batches_commits_nothing():
-    p = Pipeline("blocking", parallelism=2)
+def test_blocking_late_notification_commits_only_the_ids_below_it():
+    """Blocking mode commits by checkpoint id as async does (Hudi's ``commitInstants``), not
+    "once every task sent a last batch": a late or repeated notification for 1 never commits
+    what the tasks flushed after snapshotting 1, though each of them sent its last batch for it
+    (the old one-instant model did, and a failure of checkpoint 2 then replayed it twice)."""
+    p = Pipeline("blocking", parallelism=2, operation="insert")
     p.ingest(40)
-    first = p.flush(0, last_batch=True)
-    assert p.notify(1) == []  # task 1 has not flushed for this checkpoint yet
-    assert p.coordinator.pending_instants == [first.instant]
-    p.flush(1, last_batch=True)
+    _, _, first = p.checkpoint(1)  # both tasks flush (id -1) into instant A
+    a = first[0].instant
+    p.ingest(40)
+    # checkpoint 2's barrier reaches task 0 before the notification for 1: no instant yet
+    assert p.flush(0, last_batch=True) is None
+    assert p.coordinator.pending_instants == [a]
+    (result,) = p.notify(1)
+    assert result.instant.requested_time == a
+    b = p.flush(0, last_batch=True)  # now instant B, for id 1
+    assert b is not None and b.instant > a and b.checkpoint_id == 1
+    assert p.flush(1, last_batch=True).instant == b.instant
+    for task in p.tasks:
+        task.snapshot_state(2)
+    p.covered[2] = p.offset
+    assert p.notify(1) == []  # B holds every task's last batch, but of checkpoint 2
+    assert p.snapshot() == p.model(p.covered[1])
     (result,) = p.notify(2)
-    assert result.instant.requested_time == first.instant
-    assert p.snapshot() == p.model(40)
+    assert result.instant.requested_time == b.instant
+    assert p.snapshot() == p.model(p.covered[2])
 
 
 # --- minibatch -----------------------------------------------------------------------------------

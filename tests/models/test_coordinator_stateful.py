@@ -18,23 +18,29 @@ which offsets), never against what the coordinator believes:
 * ``async`` and ``blocking``: the committed records are exactly the source offsets below one
   checkpoint boundary (no loss, no duplicate, nothing of a checkpoint that has not completed), and
   at least the offsets of the newest checkpoint whose notification (or a later one, or a restore
-  from it) has been handled; ``blocking`` never has two instants open;
+  from it) has been handled; ``blocking`` never starts an instant while another instant that
+  received data is pending (Hudi's commit guard);
 * ``minibatch``: nothing covered by a handled checkpoint is missing, but inserts may be committed
   twice after a failover (the source replays what an instant spanning checkpoints already held):
-  that at-least-once difference is the expected outcome of the design and is asserted as such.
+  that at-least-once difference is the expected outcome of the design and is asserted as such. A
+  notification that finds a flush into the open instant under way is skipped (the design allows
+  skipped notifications), so it only counts as handled when no task is writing;
+* no mode ever fails the job with a protocol error, and no instant the current attempt opened is
+  left pending on the timeline unless the coordinator still buffers it (an instant dropped with
+  nothing to commit is rolled back).
 
-Blocking mode with a notification that arrives after the next checkpoint started commits records
-of that next checkpoint early (a model bug, kept as the strict xfail
-:func:`test_blocking_late_notification_commits_part_of_a_pending_checkpoint`); the blocking machines
-therefore deliver or lose every notification before the next checkpoint is triggered. Blocking
-mode also drops an instant that received no event without committing it and starts the next one
-(strict xfail :func:`test_blocking_notification_drops_an_empty_instant_without_finishing_it`);
-the one-open-instant check leaves such data-less instants out.
+Notifications are delivered in any order, late (after later checkpoints started) or never, in
+every mode. (Blocking mode once committed records of the next checkpoint on a late notification
+and left instants it dropped inflight: the regressions
+:func:`test_blocking_late_notification_commits_part_of_a_pending_checkpoint` and
+:func:`test_blocking_notification_drops_an_empty_instant_without_finishing_it`.)
 
 At the end of every example the job drains (no more faults: flush, checkpoint, notify until
 nothing is pending) and the real snapshot reader must return the model of the committed records:
 every emitted record exactly once (inserts in ``async``/``blocking``), at least once
-(``minibatch``), or per key the version with the greatest ordering value (upserts).
+(``minibatch``), or per key the version with the greatest ordering value (upserts); and no instant
+is left pending on the timeline but the coordinator's own, with nothing written for them (after a
+restart the job cleans the failed attempts' instants ``EAGER``, as ``sim/table_services.py`` does).
 """
 
 from __future__ import annotations
@@ -57,11 +63,13 @@ from hypothesis.stateful import (
 )
 
 from models.coordinator import CommitResult, CoordinatorError, CoordinatorState, WriteCoordinator
+from models.heartbeat import instants_to_roll_back
 from models.instant import Instant, State
 from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.properties import MERGE_ON_READ
 from models.reader import read_snapshot
 from models.records import PARTITION_FIELD, RECORD_KEY_FIELD, SCHEMA, RecordSource, bucket_ids
+from models.rollback import rollback
 from models.storage import InMemoryStorage
 from models.table import HudiTable
 from models.truetime import make_time_generator
@@ -193,6 +201,8 @@ class FlinkJob:
         self.job_errors: list[str] = []
         self.epoch_instants: list[str] = []  # instants opened by the current attempt
         self.written_instants: set[str] = set()  # instants some data file was written for
+        self.delivered_instants: set[str] = set()  # instants a data event reached the JM for
+        self.writing: set[int] = set()  # tasks handed an instant whose next event is in flight
         # Flink's checkpoint coordinator
         self.next_checkpoint_id = 1
         self.completed: CompletedCheckpoint | None = None
@@ -232,6 +242,7 @@ class FlinkJob:
         self.notifications: list[int] = []
         self.pending: PendingCheckpoint | None = None
         self.epoch_instants = []
+        self.writing = set()
         self.restored = checkpoint.checkpoint_id if checkpoint else None
         self.offset = checkpoint.source_offset if checkpoint else 0
         state = checkpoint.coordinator if checkpoint else None
@@ -304,11 +315,25 @@ class FlinkJob:
         before = set(self.coordinator.pending_instants)
         instant = run(self.coordinator.request_instant(task_id, checkpoint_id), self.clock)
         self._opened(before)
+        if instant is not None:
+            self.writing.add(task_id)
         return instant
 
     def _opened(self, before: set[str]) -> None:
-        """Remember the instants the coordinator just started (for the blocking-mode check)."""
-        self.epoch_instants.extend(sorted(set(self.coordinator.pending_instants) - before))
+        """Remember the instants the coordinator just started. Blocking mode: none may start
+        while an instant of this attempt that received a data event is still pending (on the
+        timeline, by the job's own record of delivered events)."""
+        new = sorted(set(self.coordinator.pending_instants) - before)
+        if new and self.mode == "blocking":
+            pending = set(self.open_instants())
+            holding = [
+                t for t in self.epoch_instants if t in self.delivered_instants and t in pending
+            ]
+            if holding:
+                raise ProtocolViolation(
+                    f"blocking: instant {new} started while {holding} holding data is pending"
+                )
+        self.epoch_instants.extend(new)
 
     def _flush(self, task_id: int, rows: pa.Table | None, *, last_batch: bool) -> bool:
         task = self.tasks[task_id]
@@ -366,12 +391,33 @@ class FlinkJob:
         try:
             if isinstance(message, BootstrapEvent):
                 self._record(run(self.coordinator.handle_bootstrap(message), self.clock))
-                if not self.coordinator.bootstrapping and self.restored is not None:
-                    self._handled(self.restored)
+                if not self.coordinator.bootstrapping:
+                    self.clean_failed_writes()
+                    if self.restored is not None:
+                        self._handled(self.restored)
             else:
+                self.writing.discard(task_id)
+                if message.instant is not None:
+                    self.delivered_instants.add(message.instant)
                 self.coordinator.handle_event(message)
         except CoordinatorError as error:
             self.failover(f"coordinator: {error}")
+
+    def clean_failed_writes(self) -> None:
+        """``EAGER`` failed-writes cleaning once a restarted job re-committed what it could (as
+        ``sim/table_services.py`` does): roll back the pending instants of failed attempts."""
+        failed = instants_to_roll_back(
+            self.writer.timeline.load(),
+            self.storage,
+            "EAGER",
+            START_MS,
+            own_instants=self.coordinator.pending_instants,
+        )
+        for instant in failed:
+            run(
+                rollback(self.writer.table, self.writer, instant, self.writer.time_generator),
+                self.clock,
+            )
 
     def trigger_checkpoint(self) -> int:
         """Flink's checkpoint coordinator: the operator coordinator snapshots first, then the
@@ -410,12 +456,14 @@ class FlinkJob:
         self.pending = None
 
     def notify(self, index: int) -> None:
-        """Deliver one of the notifications in flight (any order: the channel is not FIFO)."""
+        """Deliver one of the notifications in flight (any order: the channel is not FIFO).
+        Minibatch skips a notification while a task writes into the open instant (handed it,
+        its event not delivered yet): that one does not count as handled."""
         n = self.notifications.pop(index)
-        before = set(self.coordinator.pending_instants)
+        skipped = self.mode == "minibatch" and bool(self.writing)
         self._record(run(self.coordinator.notify_checkpoint_complete(n), self.clock))
-        self._opened(before)  # blocking mode starts the next instant right after the commit
-        self._handled(n)
+        if not skipped:
+            self._handled(n)
 
     def _handled(self, checkpoint_id: int) -> None:
         if self.handled is None or checkpoint_id > self.handled:
@@ -485,8 +533,7 @@ class FlinkJob:
             self.check_commit_order()
             self.check_records()
             self._checked = seen
-        if self.mode == "blocking":
-            self.check_one_open_instant()
+        self.check_no_abandoned_instant()
 
     def check_commit_order(self) -> None:
         times = [r.instant.requested_time for r in self.commits]
@@ -541,23 +588,31 @@ class FlinkJob:
         if self.failovers == 0 and len(np.unique(offsets)) != len(offsets):
             raise ProtocolViolation("minibatch committed a record twice without any failover")
 
-    def check_one_open_instant(self, *, tolerate_dropped_empty: bool = True) -> None:
-        """Blocking mode: one instant at a time, on the timeline as in the coordinator.
-
-        ``tolerate_dropped_empty``: leave out instants the coordinator dropped without any data
-        file written for them (a model bug, see
-        :func:`test_blocking_notification_drops_an_empty_instant_without_finishing_it`)."""
-        if len(self.coordinator.buffers) > 1:
-            raise ProtocolViolation(
-                f"blocking: two instants open {self.coordinator.pending_instants}"
-            )
+    def open_instants(self) -> list[str]:
+        """Write instants pending on the timeline (requested or inflight), oldest first."""
         timeline = self.writer.timeline.load()
-        open_ = [t for t in self.epoch_instants if not timeline.is_completed(t)]
-        if tolerate_dropped_empty:
-            buffered = set(self.coordinator.pending_instants)
-            open_ = [t for t in open_ if t in buffered or t in self.written_instants]
-        if len(open_) > 1:
-            raise ProtocolViolation(f"blocking: instants {open_} open at once")
+        return sorted(i.requested_time for i in timeline.pending() if i.action == "deltacommit")
+
+    def check_no_abandoned_instant(self) -> None:
+        """Every instant this attempt opened is completed, rolled back, or still buffered by the
+        coordinator: one it dropped and left inflight would never be committed or cleaned by
+        this job, and a pending instant blocks archiving."""
+        buffered = set(self.coordinator.pending_instants)
+        opened = set(self.epoch_instants)
+        abandoned = [t for t in self.open_instants() if t in opened and t not in buffered]
+        if abandoned:
+            raise ProtocolViolation(
+                f"{self.mode}: instants {abandoned} left inflight, no longer buffered by the "
+                f"coordinator (pending: {sorted(buffered)})"
+            )
+
+    def check_nothing_left_inflight(self) -> None:
+        """After :meth:`drain`: the only pending instants are the coordinator's open ones, with
+        nothing written for them (the next checkpoint's instant, opened early)."""
+        buffered = set(self.coordinator.pending_instants)
+        left = [t for t in self.open_instants() if t not in buffered or t in self.written_instants]
+        if left:
+            raise ProtocolViolation(f"{self.mode}: instants {left} left inflight after the drain")
 
     # --- the end ---------------------------------------------------------------------------------
 
@@ -632,7 +687,7 @@ class FlinkJob:
         table = HudiTable(self.storage)
         listed = sorted(
             s.path
-            for instant in table.timeline().completed()
+            for instant in table.timeline().completed().with_actions("deltacommit")
             for stats in table.commit_metadata(instant).partition_to_write_stats.values()
             for s in stats
         )
@@ -670,7 +725,6 @@ class PipelineMachine(RuleBasedStateMachine):
     mode = "async"
     operation = "upsert"
     persist_write_meta = True
-    late_notifications = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -693,11 +747,8 @@ class PipelineMachine(RuleBasedStateMachine):
         return [t for t in range(PARALLELISM) if not job.outboxes[t] and not job.waiting[t]]
 
     def may_trigger(self) -> bool:
-        """One checkpoint at a time. ``late_notifications = False``: a notification is delivered
-        or lost before the next checkpoint starts (see
-        :func:`test_blocking_late_notification_commits_part_of_a_pending_checkpoint`)."""
-        job = self.job
-        return job.pending is None and (self.late_notifications or not job.notifications)
+        """One checkpoint at a time (notifications of earlier ones may still be in flight)."""
+        return self.job.pending is None
 
     def failures_left(self) -> bool:
         return self.job.failovers < MAX_FAILOVERS
@@ -722,7 +773,7 @@ class PipelineMachine(RuleBasedStateMachine):
     def deliver(self, index: int) -> None:
         self.job.deliver(self._pick(self._sending(), index))
 
-    @precondition(lambda self: self.mode != "blocking" and bool(self._idle()))
+    @precondition(lambda self: bool(self._idle()))
     @rule(index=st.integers(0, PARALLELISM - 1))
     def request_empty_instant(self, index: int) -> None:
         self.job.request_only(self._pick(self._idle(), index))
@@ -773,23 +824,24 @@ class PipelineMachine(RuleBasedStateMachine):
 
     @invariant()
     def protocol_holds(self) -> None:
-        """The invariants of :meth:`FlinkJob.check`; and outside minibatch, no protocol error
-        ever fails the job (a minibatch notification may overtake a task's write into the open
-        instant: the late event then fails the job over, which the design accepts)."""
-        if self.mode != "minibatch":
-            errors = [e for e in self.job.job_errors if e.startswith("coordinator")]
-            assert not errors, f"{self.mode}: the coordinator failed the job: {errors}"
+        """The invariants of :meth:`FlinkJob.check`; and no protocol error ever fails the job
+        (minibatch included: a notification no longer overtakes a task's write into the open
+        instant, so no event arrives for an instant already committed)."""
+        errors = [e for e in self.job.job_errors if e.startswith("coordinator")]
+        assert not errors, f"{self.mode}: the coordinator failed the job: {errors}"
         self.job.check()
 
     def teardown(self) -> None:
-        """Faults stop: everything emitted must end up committed, and readable."""
+        """Faults stop: everything emitted must end up committed, and readable, and no instant
+        is left inflight."""
         self.job.drain()
         self.job.check()
         self.job.check_final()
+        self.job.check_nothing_left_inflight()
 
 
 def machine(mode: str, operation: str, **overrides) -> type[PipelineMachine]:
-    attributes = {"mode": mode, "operation": operation, "late_notifications": mode != "blocking"}
+    attributes = {"mode": mode, "operation": operation}
     return type(
         f"PipelineMachine_{mode}_{operation}", (PipelineMachine,), {**attributes, **overrides}
     )
@@ -986,39 +1038,30 @@ def late_notification_schedule(job: FlinkJob) -> None:
     job.drain()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ProtocolViolation,
-    reason=(
-        "models/coordinator.py, blocking mode: notify_checkpoint_complete(n) commits the current "
-        "instant once every task sent *a* last batch for it, without checking which checkpoint "
-        "those batches belong to; after a late notification a task's barrier-(n+1) records "
-        "(checkpoint id n) share the instant with another task's barrier-n batch, so the "
-        "notification for n commits records of checkpoint n+1 before it completes; when n+1 "
-        "fails the restore from n replays them: inserts committed twice"
-    ),
-)
 def test_blocking_late_notification_commits_part_of_a_pending_checkpoint() -> None:
+    """Regression (was a strict xfail: "offsets [0] committed twice"). Blocking mode kept one
+    instant and committed it on notification ``n`` once every task had sent *a* last batch for
+    it; here task 0's barrier-3 records (id 2) shared instant B with task 1's barrier-2 batch,
+    notification 2 committed them before checkpoint 3 completed, and its failure replayed them.
+    Hudi's ``commitInstants`` commits by checkpoint id (buffers with id < n), and its commit
+    guard gives task 1 no instant for id 2 while B holds events: notification 2 commits only
+    what checkpoint 2 covers."""
     job = FlinkJob("blocking", "insert")
     late_notification_schedule(job)
-    job.check_final()  # "offsets [0] committed twice"
+    job.check()
+    job.check_final()
+    assert duplicated_offsets(job) == []
+    job.check_nothing_left_inflight()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ProtocolViolation,
-    reason=(
-        "models/coordinator.py, blocking mode: notify_checkpoint_complete drops the current "
-        "instant when its buffer holds no event (_commit returns None for EventBuffer.is_empty) "
-        "and starts the next one anyway, so the dropped instant stays inflight on the timeline "
-        "forever: two instants open (and a pending instant that blocks archiving) instead of "
-        "committing it empty (allow_empty_commit) or keeping it as the current instant"
-    ),
-)
 def test_blocking_notification_drops_an_empty_instant_without_finishing_it() -> None:
-    """Both tasks take an empty barrier 1 before any instant exists (their empty last batches
-    close them and are dropped); a task's wait after the barrier then starts instant A; the
-    notification for 1 finds A with no event, does not commit it, and starts B."""
+    """Regression (was a strict xfail). Both tasks take an empty barrier 1 before any instant
+    exists (their empty last batches have no buffer to join); task 0's wait after the barrier
+    starts instant A, for id 1: data after checkpoint 1. The notification for 1 used to drop A
+    (no event) without committing or rolling it back and start B: two instants open, A forever.
+    Notification 1 covers ids below 1 only, so A stays the open instant and takes checkpoint 2's
+    batches; an instant dropped with nothing to commit is rolled back (see
+    :func:`test_an_instant_dropped_with_nothing_to_commit_is_rolled_back`)."""
     job = FlinkJob("blocking", "upsert")
     job.quiesce()  # bootstrap events
     job.trigger_checkpoint()
@@ -1026,12 +1069,81 @@ def test_blocking_notification_drops_an_empty_instant_without_finishing_it() -> 
     job.step_task(1)
     for task in range(PARALLELISM):
         while job.outboxes[task]:
-            job.deliver(task)  # both closed, no instant exists
+            job.deliver(task)  # no instant exists: the empty batches join no buffer
     assert job.step_task(0)  # the wait starts instant A
+    (a,) = job.coordinator.pending_instants
     job.complete_checkpoint()
     job.notify(0)
     assert job.commits == []  # A committed nothing ...
-    job.check_one_open_instant(tolerate_dropped_empty=False)  # ... and stays open next to B
+    assert job.coordinator.pending_instants == job.open_instants() == [a]  # ... and is still open
+    job.check()
+    job.checkpoint_round(4)
+    job.notify(0)
+    assert [r.instant.requested_time for r in job.commits] == [a]
+    job.drain()
+    job.check_final()
+    job.check_nothing_left_inflight()
+
+
+@pytest.mark.parametrize("mode", ["async", "blocking", "minibatch"])
+def test_an_instant_dropped_with_nothing_to_commit_is_rolled_back(mode: str) -> None:
+    """Empty commits not allowed: a checkpoint with no records leaves its instant with only
+    empty last batches, which Hudi's ``commitInstant`` drops (``eventBuffers.reset``) and leaves
+    to failed-writes cleaning; the coordinator rolls it back. Async mode left it inflight too."""
+    job = FlinkJob(mode, "insert", allow_empty_commit=False)
+    job.checkpoint_round(4)
+    job.notify(0)
+    job.request_only(0)  # an instant for checkpoint 2's data, which then has none
+    (empty,) = job.coordinator.pending_instants
+    job.checkpoint_round()
+    job.notify(0)
+    assert empty not in job.open_instants()
+    assert job.writer.timeline.load().get(empty) is None  # rolled back, not completed
+    job.check()
+    job.drain()
+    job.check_final()
+    job.check_nothing_left_inflight()
+
+
+def round_or_time_out(job: FlinkJob, records: int = 0) -> None:
+    """A checkpoint round; one that cannot complete (blocking mode: a task waits for a commit
+    whose notification was lost) times out and fails the job over, as Flink's would."""
+    job.checkpoint_round(records)
+    if job.pending is not None:
+        job.failover("checkpoint timed out")
+
+
+@pytest.mark.parametrize("mode", ["async", "blocking", "minibatch"])
+@pytest.mark.parametrize("operation", ["upsert", "insert"])
+def test_nothing_is_left_inflight_after_lost_and_late_notifications(
+    mode: str, operation: str
+) -> None:
+    """Notifications late (after the next checkpoint started), lost and reordered, an instant
+    requested for data that never came, empty checkpoints, failovers: after the drain every
+    instant is committed or rolled back, except the coordinator's open one with nothing written
+    for it."""
+    job = FlinkJob(mode, operation, allow_empty_commit=False)
+    job.checkpoint_round(4)  # checkpoint 1; its notification stays in flight
+    job.ingest(3)
+    job.trigger_checkpoint()  # checkpoint 2 starts before notification 1 arrives
+    job.quiesce()
+    job.notify(0)  # the late notification 1
+    round_or_time_out(job)  # checkpoint 2 completes
+    job.notifications.clear()  # notification 2 lost
+    job.request_only(1)  # an instant for data that never comes
+    round_or_time_out(job)  # an empty checkpoint (blocking: stalls on the lost one)
+    round_or_time_out(job, 2)
+    while job.notifications:
+        job.notify(len(job.notifications) - 1)  # newest first
+    job.check()
+    job.ingest(5)
+    round_or_time_out(job)
+    job.failover("crash before the notification")
+    job.check()
+    job.drain()
+    job.check()
+    job.check_final()
+    job.check_nothing_left_inflight()
 
 
 def test_blocking_late_notification_schedule_is_clean_in_async() -> None:

@@ -354,20 +354,17 @@ def test_minibatch_recommit_makes_no_unlisted_file_visible():
     assert snapshot.ok, whys(snapshot)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "models/coordinator.py, minibatch: a late notification for n commits the open instant "
-        "while the tasks' barrier flush for n+1 still writes into it (the coordinator handed the "
-        "instant out before it began the commit); checkpoint n+1 completes with those files "
-        "unlisted (finalizing the commit deletes them; before models/writer.py reconciled "
-        "against markers they were visible, which the old duplicate seeds of mini-batch inserts "
-        "showed), the late events then fail the job ('already committed') and the restore of "
-        "n+1 cannot re-commit them: records that completed checkpoint covered are lost"
-    ),
-)
 def test_minibatch_inserts_lose_no_record_a_completed_checkpoint_covered():
+    """Regression (was a strict xfail). The late notification for checkpoint 12 reached the
+    coordinator while the tasks' barrier-13 flushes were writing into the open instant; it was
+    committed without them, checkpoint 13 completed, the late events failed the job ("already
+    committed") and the restore of 13 could not commit them: 150 records lost. Mini-batch is
+    at-least-once by design (duplicates, never a loss: seed 004 step 3, PROTOCOL.md section 6),
+    so the coordinator skips a notification while a flush into the open instant is under way
+    (the design lets notifications be skipped) and the next one commits it whole."""
     outcome = mode_run("minibatch", "insert", 14)
-    snapshot, _ = verdicts(outcome)
+    snapshot, liveness = verdicts(outcome)
     assert not any("missing from the snapshot" in why for why in whys(snapshot)), whys(snapshot)
+    assert liveness.ok, whys(liveness)
+    events = outcome.history.events
+    assert not [e for e in events if e.f == "failover" and "already committed" in e.value["cause"]]
