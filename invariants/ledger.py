@@ -19,8 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from models.history import Event
-from models.properties import COMMIT_TIME_ORDERING
-from models.records import RECORD_KEY_FIELD, RecordSource
+from models.partial_update import ColumnGroup
+from models.properties import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
+from models.records import RECORD_KEY_FIELD, RECORD_LEVEL_FIELDS, RecordSource
 from models.write_task import precombine
 
 
@@ -92,19 +93,31 @@ class Ledger:
         return str(self.setup["table"]["merge_mode"])
 
     @property
+    def column_groups(self) -> tuple[ColumnGroup, ...]:
+        """Multi-stream partial updates (seed 001): each job's column group, in job order (the
+        order a merged row's record-level columns are taken in); empty for whole records."""
+        return tuple(
+            ColumnGroup(j.source.ordering_field, j.source.columns)
+            for j in self.jobs
+            if j.source.columns
+        )
+
+    @property
     def insert_only(self) -> bool:
         return all(j.source.operation == "insert" for j in self.jobs)
 
     def records(self, *, covered_only: bool = True) -> pa.Table:
         """Every record the completed checkpoints covered (or everything emitted)."""
         parts = [j.source.batch(0, j.covered if covered_only else j.emitted) for j in self.jobs]
-        return pa.concat_tables(parts)
+        return pa.concat_tables(parts, promote_options="permissive")  # column groups differ
 
     def model(self) -> pa.Table:
         """The table those records imply: one row per key (upsert) by the merge mode, every record
         (insert: keys are unique), sorted by key.
 
         ``EVENT_TIME_ORDERING``: the greatest ordering value wins, whoever committed it when.
+        Column groups (multi-stream partial updates): the same, once per group
+        (:meth:`_per_column_group`).
         ``COMMIT_TIME_ORDERING``: the version committed last wins, as the table merges it (base
         then logs in completion-time order, a later version of a key within one instant after an
         earlier one). Within one job that is source order: a key always maps to the same bucket,
@@ -120,7 +133,9 @@ class Ledger:
         snapshot that lacks it is flagged (loss is never hidden behind another job's older
         version). Why not read the commits' data files instead: the model is the ground truth
         the table is judged against, so it comes from the history alone."""
-        if self.insert_only:
+        if self.column_groups:
+            rows = self._per_column_group()
+        elif self.insert_only:
             rows = self.records()
         elif self.merge_mode == COMMIT_TIME_ORDERING and len(self.jobs) > 1:
             rows = self._last_committed()
@@ -145,12 +160,67 @@ class Ledger:
         first[1:] = keys[1:] != keys[:-1]
         return rows.filter(pa.array(first)).drop_columns([_AT])
 
+    def _per_column_group(self) -> pa.Table:
+        """Multi-stream partial updates: per job (one column group each), the covered version
+        with the greatest ordering value of each key (the group's ordering value is the record's
+        ``ts``; ties to the later offset); the groups side by side per key, null where a job never
+        wrote the key; the record-level columns (``part``, ``ts``, ``offset``, ``job``) from the
+        first job in job order that wrote the key (:mod:`models.partial_update`)."""
+        winners = [
+            precombine(_in_offset_order(j.source.batch(0, j.covered)), EVENT_TIME_ORDERING)
+            for j in self.jobs
+        ]
+        tagged = pa.concat_tables(
+            [
+                w.select(list(RECORD_LEVEL_FIELDS)).append_column(
+                    _AT, pa.array(np.full(w.num_rows, i, np.int64))
+                )
+                for i, w in enumerate(winners)
+            ]
+        )
+        order = [(RECORD_KEY_FIELD, "ascending"), (_AT, "ascending")]
+        tagged = tagged.take(pc.sort_indices(tagged, order))
+        keys = tagged.column(RECORD_KEY_FIELD).to_numpy(zero_copy_only=False)
+        first = np.ones(len(keys), bool)
+        first[1:] = keys[1:] != keys[:-1]
+        rows = tagged.filter(pa.array(first)).drop_columns([_AT])
+        for job, won in zip(self.jobs, winners, strict=True):
+            fields = [job.source.ordering_field, *job.source.columns]
+            rows = rows.join(
+                won.select([RECORD_KEY_FIELD, *fields]), RECORD_KEY_FIELD, join_type="left outer"
+            )
+        return rows
+
 
 _AT = "__committed_at"
 
 
 def _in_offset_order(rows: pa.Table) -> pa.Table:
     return rows.take(pc.sort_indices(rows, [("job", "ascending"), ("offset", "ascending")]))
+
+
+def _column_group(group: dict | None) -> dict:
+    """A job's column group (the ``column_group`` of its ``start`` events) as source fields."""
+    if group is None:
+        return {}
+    return {
+        "columns": tuple(str(c) for c in group["columns"]),
+        "ordering_field": str(group["ordering_field"]),
+    }
+
+
+def column_groups_of(events: Sequence[Event]) -> tuple[ColumnGroup, ...]:
+    """The column groups the run's jobs write (multi-stream partial updates), in job order (jobs
+    start in that order), from their ``start`` events; empty for whole records. Needs no
+    ``setup`` event, so checkers can ask any history."""
+    groups: dict[str, ColumnGroup] = {}
+    for event in events:
+        if event.f == "start" and isinstance(event.value, dict) and "column_group" in event.value:
+            fields = _column_group(event.value["column_group"])
+            groups.setdefault(
+                event.process, ColumnGroup(fields["ordering_field"], fields["columns"])
+            )
+    return tuple(groups.values())
 
 
 def build_ledger(events: Sequence[Event]) -> Ledger:
@@ -163,9 +233,12 @@ def build_ledger(events: Sequence[Event]) -> Ledger:
     checkpoints: dict[str, list[tuple[int, int]]] = {name: [] for name in jobs_by_name}
     carried: dict[str, set[tuple[int, str]]] = {name: set() for name in jobs_by_name}
     completions: dict[str, list[tuple[str, str]]] = {name: [] for name in jobs_by_name}
+    groups: dict[str, dict] = {}
     for event in events:
         job = event.process.split("/", 1)[0]
-        if event.f == "emit" and job in emitted:
+        if event.f == "start" and job in jobs_by_name and "column_group" in event.value:
+            groups.setdefault(job, event.value["column_group"])
+        elif event.f == "emit" and job in emitted:
             emitted[job] = max(emitted[job], int(event.value["to"]))
         elif event.f == "checkpoint" and event.type == "ok" and job in covered:
             covered[job] = (int(event.value["source_offset"]), event.index)
@@ -189,6 +262,7 @@ def build_ledger(events: Sequence[Event]) -> Ledger:
             records_per_s=float(src["records_per_s"]),
             operation=str(src["operation"]),
             lateness_ms=int(src.get("lateness_ms", 0)),
+            **_column_group(groups.get(name)),
         )
         offset, index = covered[name]
         out.append(
@@ -206,4 +280,4 @@ def build_ledger(events: Sequence[Event]) -> Ledger:
     return Ledger(setup.value, tuple(out))
 
 
-__all__ = ["JobLedger", "Ledger", "LedgerError", "build_ledger"]
+__all__ = ["JobLedger", "Ledger", "LedgerError", "build_ledger", "column_groups_of"]

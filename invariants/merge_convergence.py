@@ -25,8 +25,11 @@ not this invariant's: ``no_data_loss`` and ``no_uncommitted_read`` report them.
 Under ``COMMIT_TIME_ORDERING`` the result depends on commit order by definition: the verdict is
 ok with nothing to check (``no_data_loss`` compares the reader with the commit-order merge).
 
-The merge itself is a :class:`~invariants.merging.MergeSpec`, chosen from the table's merge mode;
-a partial-update spec (seed 001: one merge per column group) plugs in there.
+The merge itself is a :class:`~invariants.merging.MergeSpec`, chosen from the table's merge mode,
+or, when the run's jobs write column groups (multi-stream partial updates, seed 001), the
+per-column-group spec whatever the table declares: a table that merges those streams as whole
+rows (variant ``partial_update_merge = "row"``) is judged by what it should have done. That spec
+builds rows out of several versions, so its merges are compared as tables.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from invariants.committed import (
     parse_data_file,
     system_view,
 )
+from invariants.ledger import column_groups_of
 from invariants.merging import (
     IDENT,
     Difference,
@@ -77,7 +81,9 @@ EXAMPLES = 3
 
 def check_merge_convergence(events: Sequence[Event], table: HudiTable) -> Verdict:
     committed = load_committed(table)
-    spec = merge_spec_for(committed.config)
+    # what the table should merge by: the column groups the jobs write, if any (a table that
+    # merges them as whole rows, the variant "row", is judged by what it should have done)
+    spec = merge_spec_for(committed.config, column_groups_of(events))
     if not spec.order_independent:
         return Verdict(NAME)
     rows = committed.rows
@@ -86,34 +92,44 @@ def check_merge_convergence(events: Sequence[Event], table: HudiTable) -> Verdic
     columns = data_columns(rows)
     n = ids.table.num_rows
     everything = np.arange(n, dtype=np.int64)
-    baseline = _live(ids, spec.winners(ids, everything, everything))
     permutation = np.random.default_rng(PERMUTATION_SEED).permutation(n)
-    variants = {
-        "in reverse commit order": spec.winners(ids, everything, n - 1 - everything),
-        f"in a seeded random order (seed {PERMUTATION_SEED})": spec.winners(
-            ids, everything, permutation
-        ),
-        "file group by file group": _per_file_group(spec, ids, rows),
-        f"in {BATCHES} batches of consecutive commits, each merged into the result so far": (
-            _in_batches(spec, ids, rows.completion)
-        ),
+    orders = {
+        "in reverse commit order": n - 1 - everything,
+        f"in a seeded random order (seed {PERMUTATION_SEED})": permutation,
     }
+    by_file_group_how = "file group by file group"
+    in_batches_how = (
+        f"in {BATCHES} batches of consecutive commits, each merged into the result so far"
+    )
     by_instant = instant_events(events)
     violations = []
-    for how, winners in variants.items():
-        difference = compare_rows(ids, baseline, _live(ids, winners), columns)
-        if not difference.empty:
-            violations.append(
-                Violation(
-                    f"merging the committed records {how} gives another table than merging them "
-                    f"in commit order ({spec.name}): {difference.describe()}",
-                    _events_for(difference, ids, baseline, by_instant),
-                )
-            )
+    if getattr(spec, "combines_values", False):
+        # partial updates build rows from several versions: compare the built tables
+        expected = spec.merge(ids, everything, everything)
+        folded = _in_batches(spec, ids, rows.completion)
+        tables = {how: spec.merge(ids, everything, order) for how, order in orders.items()}
+        tables[by_file_group_how] = pa.concat_tables(
+            [spec.merge(ids, members, members) for members in _file_groups(ids, rows)]
+            or [expected.slice(0, 0)]
+        )
+        tables[in_batches_how] = spec.merge(ids, folded, folded)
+        for how, merged in tables.items():
+            difference = compare(expected, merged, columns)
+            if not difference.empty:
+                violations.append(_order_violation(how, spec, difference, expected, by_instant))
+    else:
+        baseline = _live(ids, spec.winners(ids, everything, everything))
+        variants = {how: spec.winners(ids, everything, order) for how, order in orders.items()}
+        variants[by_file_group_how] = _per_file_group(spec, ids, rows)
+        variants[in_batches_how] = _in_batches(spec, ids, rows.completion)
+        expected = ids.table.take(pa.array(baseline))
+        for how, winners in variants.items():
+            difference = compare_rows(ids, baseline, _live(ids, winners), columns)
+            if not difference.empty:
+                violations.append(_order_violation(how, spec, difference, expected, by_instant))
     view = system_view(events, table)
     snapshot = committed.sut_read(view)
     actual = reader_rows(snapshot, by_file_group=by_file_group)
-    expected = ids.table.take(pa.array(baseline))
     difference = compare(expected, actual, columns, with_time=False)
     # records the reader lacks or adds are no_data_loss's and no_uncommitted_read's to report
     difference = replace(difference, missing=(), extra=())
@@ -124,15 +140,36 @@ def check_merge_convergence(events: Sequence[Event], table: HudiTable) -> Verdic
     return Verdict(NAME, tuple(violations))
 
 
-def _per_file_group(spec: MergeSpec, ids: Identified, rows: CommittedRows) -> np.ndarray:
-    """Winners merged within each file group (partition and file id) separately, put together."""
+def _order_violation(
+    how: str,
+    spec: MergeSpec,
+    difference: Difference,
+    expected: pa.Table,
+    by_instant: dict[str, tuple[int, ...]],
+) -> Violation:
+    return Violation(
+        f"merging the committed records {how} gives another table than merging them "
+        f"in commit order ({spec.name}): {difference.describe()}",
+        _events_for(difference, expected, by_instant),
+    )
+
+
+def _file_groups(ids: Identified, rows: CommittedRows) -> list[np.ndarray]:
+    """Row numbers of each file group (partition and file id), in row order."""
     if ids.table.num_rows == 0:
-        return np.zeros(0, np.int64)
+        return []
     group = pc.binary_join_element_wise(rows.table.column(PARTITION), rows.file_ids(), "\x1f")
     codes = pc.dictionary_encode(group).combine_chunks().indices.to_numpy(zero_copy_only=False)
     order = np.argsort(codes, kind="stable")
     bounds = np.flatnonzero(np.r_[True, codes[order][1:] != codes[order][:-1], True])
-    parts = [order[a:b] for a, b in pairwise(bounds)]
+    return [order[a:b] for a, b in pairwise(bounds)]
+
+
+def _per_file_group(spec: MergeSpec, ids: Identified, rows: CommittedRows) -> np.ndarray:
+    """Winners merged within each file group (partition and file id) separately, put together."""
+    parts = _file_groups(ids, rows)
+    if not parts:
+        return np.zeros(0, np.int64)
     return np.concatenate([spec.winners(ids, members, members) for members in parts])
 
 
@@ -160,14 +197,13 @@ def _live(ids: Identified, winners: np.ndarray) -> np.ndarray:
 
 def _events_for(
     difference: Difference,
-    ids: Identified,
-    baseline: np.ndarray,
+    expected: pa.Table,
     by_instant: dict[str, tuple[int, ...]],
 ) -> tuple[int, ...]:
     """The commits of the commit-order versions of a few differing records."""
     idents = [*difference.different, *difference.missing, *difference.extra][:EXAMPLES]
-    rows = ids.table.take(pa.array(baseline))
-    rows = rows.filter(pc.is_in(rows.column(IDENT), value_set=pa.array(idents, pa.string())))
+    wanted = pa.array(idents, pa.string())
+    rows = expected.filter(pc.is_in(expected.column(IDENT), value_set=wanted))
     return events_of(by_instant, *sorted(set(rows.column(TIME).to_pylist())))
 
 
@@ -196,6 +232,11 @@ def _reader_violation(
             instants.add(writer.requested)
         value = f" {ordering}={got.get(ordering)}" if ordering else ""
         wanted = f" {ordering}={want.get(ordering)}" if ordering else ""
+        if getattr(spec, "combines_values", False):
+            # a built row: name the columns that differ rather than one ordering value
+            differ = [c for c in want if c in got and not c.startswith("_") and want[c] != got[c]]
+            value = "".join(f" {c}={got[c]}" for c in differ[:2])
+            wanted = "".join(f" {c}={want[c]}" for c in differ[:2])
         details.append(
             f"{show_ident(ident)}: the reader has the version of instant "
             f"{got[COMMIT_TIME]}{value}{by}, the merge picks instant {want[TIME]}{wanted}"

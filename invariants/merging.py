@@ -5,9 +5,10 @@ A *merge spec* says how the versions of one record combine into the live record.
 objects with one method, :meth:`MergeSpec.merge`, so that new ways of merging plug in without
 touching the checkers: ``EVENT_TIME_ORDERING`` (the greatest ordering value wins, ties to the
 later version in the given order, a delete competes like a version, one without an ordering value
-deletes unconditionally), ``COMMIT_TIME_ORDERING`` (the last version in the given order wins) and,
-later, multi-stream partial updates (seed 001: a merge per column group, each with its own
-ordering value), which would produce values rather than pick one source row.
+deletes unconditionally), ``COMMIT_TIME_ORDERING`` (the last version in the given order wins) and
+multi-stream partial updates (seed 001, :class:`PartialUpdateMerge`: the event-time rule once per
+column group, each with its own ordering value), which combines values of several versions into
+one row instead of picking one source row.
 
 Records are identified by partition path and record key (``_c_ident``); in an insert-only table
 (Flink's append mode, which never merges) by file group and record key, since the same key written
@@ -16,6 +17,7 @@ twice is two records there. Everything is column-wise: one ``numpy.lexsort`` per
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -36,6 +38,7 @@ from invariants.committed import (
     TIME,
     CommittedRows,
 )
+from models.partial_update import ColumnGroup, column_groups
 from models.properties import COMMIT_TIME_ORDERING, TableConfig
 
 IDENT = "_c_ident"
@@ -119,8 +122,112 @@ class EventTimeMerge:
         return live(rows, self.winners(rows, index, order))
 
 
-def merge_spec_for(config: TableConfig) -> MergeSpec:
-    """The merge spec of a table's configuration."""
+@dataclass(frozen=True)
+class PartialUpdateMerge:
+    """Multi-stream partial updates (seed 001, PROTOCOL.md section 5): ``EVENT_TIME_ORDERING``
+    once per column group, on the group's own ordering field.
+
+    Written here independently of ``models/partial_update.py``, with the same semantics: in each
+    group the versions carrying the group's ordering value compete with every delete (a delete's
+    value is the group's field if it has one, else the record-level ``record_ordering``; none:
+    unconditional), the greatest wins, ties to the later arrival. A delete winning any group
+    deletes the record. A live record takes each group's columns from that group's winner (null
+    where none) and its other columns (commit time, ``ts``, ``offset``, ``job``) from the winner
+    of its first group, in declared order, that has one.
+
+    ``winners`` is every row that wins some group (deletes included): merging those with later
+    versions gives what merging everything would, so compactions and batches fold as for the
+    row-picking specs; ``merge`` builds the combined rows."""
+
+    groups: tuple[ColumnGroup, ...]
+    record_ordering: str | None = None
+    name: str = "per-column-group partial-update"
+    order_independent: bool = True
+    combines_values: bool = True
+    """Results are built rows, not source rows: compare them as tables."""
+
+    def _group(self, rows: Identified, field_name: str) -> tuple[np.ndarray, ...]:
+        """(candidate, rank, unconditional) of every row in the group of ``field_name``."""
+        cache_key = f"\x00group:{field_name}:{self.record_ordering}"
+        if cache_key not in rows._ranks:
+            table, n = rows.table, rows.table.num_rows
+            values = table.column(field_name) if field_name in table.column_names else None
+            carried = (
+                np.zeros(n, bool)
+                if values is None
+                else pc.is_valid(values).to_numpy(zero_copy_only=False)
+            )
+            if values is None:
+                values = pa.nulls(n, pa.int64())
+            ordering = self.record_ordering
+            if ordering and ordering in table.column_names and rows.deleted.any():
+                fallback = table.column(ordering).cast(values.type)
+                own = pa.array(carried)
+                absent = pa.scalar(None, values.type)
+                deletes = pc.if_else(pa.array(rows.deleted), fallback, absent)
+                values = pc.if_else(own, values, deletes)
+            null = ~pc.is_valid(values).to_numpy(zero_copy_only=False)
+            ranks = np.zeros(n, np.int64)
+            if n and not null.all():
+                filled = pc.fill_null(values, pc.min(values)) if null.any() else values
+                dense = pc.rank(filled, "ascending", tiebreaker="dense")
+                ranks = dense.to_numpy(zero_copy_only=False).astype(np.int64) + 1
+                ranks[null] = 0
+            candidate = (carried & ~rows.deleted) | rows.deleted
+            unconditional = (rows.deleted & null).astype(np.int8)
+            rows._ranks[cache_key] = (candidate, ranks, unconditional)  # type: ignore[assignment]
+        return rows._ranks[cache_key]
+
+    def per_group(self, rows: Identified, index: np.ndarray, order: np.ndarray) -> list[np.ndarray]:
+        """For each group, the row numbers of its winner per identity."""
+        index, order = np.asarray(index, np.int64), np.asarray(order)
+        out = []
+        for group in self.groups:
+            candidate, ranks, unconditional = self._group(rows, group.ordering_field)
+            mask = candidate[index]
+            members = index[mask]
+            out.append(
+                _last_per_ident(
+                    rows, members, [order[mask], ranks[members], unconditional[members]]
+                )
+            )
+        return out
+
+    def winners(self, rows: Identified, index: np.ndarray, order: np.ndarray) -> np.ndarray:
+        return np.unique(
+            np.concatenate([np.zeros(0, np.int64), *self.per_group(rows, index, order)])
+        )
+
+    def merge(self, rows: Identified, index: np.ndarray, order: np.ndarray) -> pa.Table:
+        won = self.per_group(rows, index, order)
+        n = int(rows.codes.max()) + 1 if len(rows.codes) else 0
+        by_ident = np.full((len(self.groups), n), -1, np.int64)
+        for g, members in enumerate(won):
+            by_ident[g, rows.codes[members]] = members
+        has = by_ident >= 0
+        killed = (has & rows.deleted[np.maximum(by_ident, 0)]).any(axis=0)
+        idents = np.flatnonzero(has.any(axis=0) & ~killed)
+        representative = by_ident[np.argmax(has[:, idents], axis=0), idents]
+        order = np.argsort(representative, kind="stable")
+        idents, representative = idents[order], representative[order]
+        out = rows.table.take(pa.array(representative))
+        for g, group in enumerate(self.groups):
+            picked = by_ident[g, idents]
+            taken = pa.array(np.maximum(picked, 0), mask=picked < 0)
+            for name in group.fields:
+                if name in out.column_names:
+                    at = out.column_names.index(name)
+                    out = out.set_column(at, out.schema.field(name), rows.table[name].take(taken))
+        return out
+
+
+def merge_spec_for(config: TableConfig, groups: Sequence[ColumnGroup] = ()) -> MergeSpec:
+    """The merge spec of a table's configuration, or of the column groups the run's jobs write
+    (``groups``, from the history: what the table *should* merge by, whatever it declares)."""
+    groups = tuple(groups) or column_groups(config)
+    if groups:
+        ordering = config.ordering_fields[0] if config.ordering_fields else None
+        return PartialUpdateMerge(groups, ordering)
     if config.merge_mode == COMMIT_TIME_ORDERING or not config.ordering_fields:
         return CommitTimeMerge()
     return EventTimeMerge(config.ordering_fields[0])
@@ -338,6 +445,7 @@ __all__ = [
     "EventTimeMerge",
     "Identified",
     "MergeSpec",
+    "PartialUpdateMerge",
     "compare",
     "compare_rows",
     "data_columns",

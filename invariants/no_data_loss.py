@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -37,7 +38,7 @@ from invariants.committed import (
     system_view,
     travel_points,
 )
-from invariants.ledger import build_ledger
+from invariants.ledger import build_ledger, column_groups_of
 from invariants.merging import compare, data_columns, merge_spec_for, merged_at, reader_rows
 from invariants.verdict import Verdict, Violation
 from models.history import Event
@@ -73,7 +74,8 @@ def check_final_snapshot(events: Sequence[Event], table: HudiTable) -> Verdict:
 def _against_ledger(events: Sequence[Event], snapshot: pa.Table) -> list[Violation]:
     ledger = build_ledger(events)
     model = ledger.model()
-    data = _data_columns(snapshot)
+    grouped = bool(ledger.column_groups)
+    data = _data_columns(snapshot, model.schema if grouped else SCHEMA)
     anchor = tuple(j.covered_event for j in ledger.jobs if j.covered_event is not None)
     violations = []
     model_keys = model.column(RECORD_KEY_FIELD).to_pylist()
@@ -107,7 +109,7 @@ def _against_ledger(events: Sequence[Event], snapshot: pa.Table) -> list[Violati
             )
         )
     if not duplicates:
-        wrong = _different_versions(model, data)
+        wrong = _different_versions(model, data, every_column=grouped)
         if wrong:
             violations.append(
                 Violation(
@@ -119,10 +121,18 @@ def _against_ledger(events: Sequence[Event], snapshot: pa.Table) -> list[Violati
     return violations
 
 
-def _data_columns(snapshot: pa.Table) -> pa.Table:
+def _data_columns(snapshot: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The snapshot's columns of ``schema``; a column no file of the snapshot has is all null
+    (a column group no stream wrote into the slices read)."""
     if snapshot.num_rows == 0:
-        return SCHEMA.empty_table()
-    return snapshot.select(SCHEMA.names).cast(SCHEMA)
+        return schema.empty_table()
+    columns = [
+        snapshot.column(f.name).cast(f.type)
+        if f.name in snapshot.column_names
+        else pa.nulls(snapshot.num_rows, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in schema]))
 
 
 def _duplicates(keys: list[str]) -> list[str]:
@@ -135,13 +145,24 @@ def _duplicates(keys: list[str]) -> list[str]:
     return sorted(set(out))
 
 
-def _different_versions(model: pa.Table, data: pa.Table) -> list[str]:
+def _different_versions(model: pa.Table, data: pa.Table, *, every_column: bool) -> list[str]:
+    """Keys whose version differs: by source position (job and offset), or, for column groups
+    (one row built from several versions), in any column, a null equal only to a null."""
     joined = model.join(data, RECORD_KEY_FIELD, join_type="inner", right_suffix="_read")
-    differs = pc.or_(
-        pc.not_equal(joined.column("offset"), joined.column("offset_read")),
-        pc.not_equal(joined.column("job"), joined.column("job_read")),
-    )
-    return sorted(joined.filter(differs).column(RECORD_KEY_FIELD).to_pylist())
+    if not every_column:
+        differs = pc.or_(
+            pc.not_equal(joined.column("offset"), joined.column("offset_read")),
+            pc.not_equal(joined.column("job"), joined.column("job_read")),
+        )
+        return sorted(joined.filter(differs).column(RECORD_KEY_FIELD).to_pylist())
+    differs = np.zeros(joined.num_rows, bool)
+    for name in model.column_names:
+        if name == RECORD_KEY_FIELD:
+            continue
+        a, b = joined.column(name), joined.column(f"{name}_read")
+        same = pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(pc.is_null(a), pc.is_null(b)))
+        differs |= ~same.to_numpy(zero_copy_only=False)
+    return sorted(joined.filter(pa.array(differs)).column(RECORD_KEY_FIELD).to_pylist())
 
 
 # --- listed files that are gone -----------------------------------------------------------------
@@ -170,7 +191,7 @@ def _time_travel(
     events: Sequence[Event], committed: CommittedTable, view: SystemView
 ) -> list[Violation]:
     rows = committed.rows
-    spec = merge_spec_for(committed.config)
+    spec = merge_spec_for(committed.config, column_groups_of(events))
     by_file_group = committed.insert_only
     columns = data_columns(rows)
     by_instant = instant_events(events)

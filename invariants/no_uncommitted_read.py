@@ -24,7 +24,9 @@ bounds of :func:`invariants.committed.travel_points`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -46,9 +48,11 @@ from invariants.committed import (
     system_view,
     travel_points,
 )
+from invariants.ledger import column_groups_of
 from invariants.merging import data_columns
 from invariants.verdict import Verdict, Violation
 from models.history import Event
+from models.partial_update import ColumnGroup
 from models.table import HudiTable
 
 NAME = "no_uncommitted_read"
@@ -56,14 +60,14 @@ EXAMPLES = 3
 MAX_VIOLATIONS = 6
 _SEP = "\x1f"
 _NULL = "\x00"
+_UNCHECKED = "\x1e"
 
 
 def check_no_uncommitted_read(events: Sequence[Event], table: HudiTable) -> Verdict:
     committed = load_committed(table)
     view = system_view(events, table)
     rows = committed.rows
-    columns = data_columns(rows)
-    fingerprints = _committed_fingerprints(rows, columns)
+    parts = _parts(data_columns(rows), column_groups_of(events))
     history = _History(events)
     violations = []
     points: list[tuple[str | None, str]] = [
@@ -76,19 +80,19 @@ def check_no_uncommitted_read(events: Sequence[Event], table: HudiTable) -> Verd
         snapshot = committed.sut_read(view, bound)
         if snapshot.num_rows == 0 or RECORD_KEY not in snapshot.column_names:
             continue
-        allowed = fingerprints if bound is None else fingerprints.filter(_upto(rows, bound))
-        read = _fingerprint(
-            snapshot.column(COMMIT_TIME),
-            snapshot.column(PARTITION_PATH),
-            snapshot.column(RECORD_KEY),
-            [snapshot.column(c) if c in snapshot.column_names else None for c in columns],
-        )
-        foreign = _beyond_committed(read, allowed)
+        foreign = np.zeros(snapshot.num_rows, bool)
+        for part in parts:
+            allowed = _committed_fingerprints(rows, part)
+            if bound is not None:
+                allowed = allowed.filter(_upto(rows, bound))
+            read = _read_fingerprints(snapshot, part)
+            foreign |= _beyond_committed(read, allowed)
         if not foreign.any():
             continue
         mask = pa.array(foreign)
         bad = snapshot.filter(mask)
-        violations.append(_explain(committed, history, bound, why, bad, read.filter(mask)))
+        prints = _read_fingerprints(snapshot, parts[0]).filter(mask)
+        violations.append(_explain(committed, history, bound, why, bad, prints))
     if len(violations) > MAX_VIOLATIONS + 1:  # the first bounds, a count of the others, the last
         rest = violations[MAX_VIOLATIONS:-1]
         summary = Violation(
@@ -99,11 +103,53 @@ def check_no_uncommitted_read(events: Sequence[Event], table: HudiTable) -> Verd
     return Verdict(NAME, tuple(violations))
 
 
+@dataclass(frozen=True)
+class _Part:
+    """Columns of a returned row that must all come from one committed row.
+
+    A whole record is one part (with its commit time). Multi-stream partial updates (seed 001,
+    :mod:`models.partial_update`) build a row from several committed rows, one per column group:
+    the record-level columns and the commit time come from one version, each group's columns
+    from the version that won that group. So each group is its own part, matched against
+    committed rows by partition, key and the group's fields only; a group the row has no value
+    for (all null: no stream wrote it yet) is not checked. ``group`` is None for the
+    record-level part."""
+
+    columns: tuple[str, ...]
+    group: ColumnGroup | None = None
+
+
+def _parts(columns: list[str], groups: Sequence[ColumnGroup]) -> list[_Part]:
+    if not groups:
+        return [_Part(tuple(columns))]
+    owned = {name for group in groups for name in group.fields}
+    record_level = _Part(tuple(c for c in columns if c not in owned))
+    return [record_level, *(_Part(group.fields, group) for group in groups)]
+
+
+def _read_fingerprints(snapshot: pa.Table, part: _Part) -> pa.ChunkedArray:
+    n = snapshot.num_rows
+    values = [snapshot.column(c) if c in snapshot.column_names else None for c in part.columns]
+    time = snapshot.column(COMMIT_TIME) if part.group is None else pa.nulls(n, pa.string())
+    prints = _fingerprint(
+        time, snapshot.column(PARTITION_PATH), snapshot.column(RECORD_KEY), values
+    )
+    if part.group is None:
+        return prints
+    present = [v for v in values if v is not None]
+    if not present:  # no file read has the group: nothing to check
+        return pa.chunked_array([pa.nulls(n, pa.string())])
+    written = functools.reduce(pc.or_, [pc.is_valid(v) for v in present])
+    return pc.if_else(written, prints, pa.scalar(None, pa.string()))
+
+
 def _beyond_committed(read: pa.ChunkedArray, allowed: pa.ChunkedArray) -> np.ndarray:
     """Which returned rows are not backed by a committed row: rows no committed row equals, and
     the copies of a row beyond how often it was committed (a leftover file of a completed instant
     holding the same records as a listed one shows its rows twice)."""
-    allowed_counts = pc.value_counts(allowed)
+    unchecked = pc.is_null(read).to_numpy(zero_copy_only=False)  # a group nobody wrote yet
+    read = pc.fill_null(read, _UNCHECKED)
+    allowed_counts = pc.value_counts(allowed.filter(pc.is_valid(allowed)))
     committed = np.append(allowed_counts.field("counts").to_numpy(zero_copy_only=False), 0)
     known = pc.index_in(read, value_set=allowed_counts.field("values"))
     at = pc.fill_null(known, len(committed) - 1).to_numpy(zero_copy_only=False)
@@ -114,7 +160,7 @@ def _beyond_committed(read: pa.ChunkedArray, allowed: pa.ChunkedArray) -> np.nda
     group_start = np.maximum.accumulate(np.where(starts, np.arange(len(order)), 0))
     rank = np.empty(len(order), np.int64)
     rank[order] = np.arange(len(order)) - group_start
-    return rank >= committed[at]
+    return (rank >= committed[at]) & ~unchecked
 
 
 def _upto(rows: CommittedRows, bound: str) -> pa.Array:
@@ -129,25 +175,32 @@ def _fingerprint(
 ) -> pa.ChunkedArray:
     """One string per row: commit time, partition, key and data values (nulls marked)."""
     n = len(key)
-    parts = [commit_time, partition, key]
+    parts = [pc.fill_null(commit_time.cast(pa.string()), _NULL), partition, key]
     for column in data:
         if column is None:
-            parts.append(pa.array(np.full(n, _NULL, dtype=object), pa.string()))
+            parts.append(pc.fill_null(pa.nulls(n, pa.string()), _NULL))
         else:
             parts.append(pc.fill_null(column.cast(pa.string()), _NULL))
     return pc.binary_join_element_wise(*[p.cast(pa.string()) for p in parts], _SEP)
 
 
-def _committed_fingerprints(rows: CommittedRows, columns: list[str]) -> pa.ChunkedArray:
-    key = ("fingerprints", tuple(columns))
+def _committed_fingerprints(rows: CommittedRows, part: _Part) -> pa.ChunkedArray:
+    """The fingerprint of ``part`` of every committed row (null where a row does not write the
+    part's group: it cannot back that group's values)."""
+    key = ("fingerprints", part.columns, part.group is None)
     if key not in rows.cache:
         table = rows.table
-        rows.cache[key] = _fingerprint(
-            table.column(TIME),
+        n = table.num_rows
+        prints = _fingerprint(
+            table.column(TIME) if part.group is None else pa.nulls(n, pa.string()),
             table.column(PARTITION),
             table.column(KEY),
-            [table.column(c) for c in columns],
+            [table.column(c) if c in table.column_names else None for c in part.columns],
         )
+        if part.group is not None and part.group.ordering_field in table.column_names:
+            writes = pc.is_valid(table.column(part.group.ordering_field))
+            prints = pc.if_else(writes, prints, pa.scalar(None, pa.string()))
+        rows.cache[key] = prints
     return rows.cache[key]
 
 

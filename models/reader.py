@@ -9,6 +9,9 @@ add tombstones. Then one vectorized pass picks a winner per record key:
 * ``EVENT_TIME_ORDERING``: the greatest ordering (precombine) value wins, ties to the later version;
   a delete competes like any other version with its own ordering value; a delete block entry
   without one (null, or Hudi's default 0) deletes unconditionally, as Hudi and hudi-rs do.
+* a table that declares column groups (multi-stream partial updates, seed 001): the same rule
+  once per column group, values combined into one row (:mod:`models.partial_update`); compaction
+  merges through this module too, so base files hold the combined rows.
 
 Records are moved as Arrow tables: no Python object per record.
 
@@ -29,6 +32,12 @@ import pyarrow.compute as pc
 from models.fsview import FileSlice, latest_file_slices
 from models.logfile import CommandBlock, DataBlock, DeleteBlock, read_log_blocks
 from models.parquet_files import read_parquet
+from models.partial_update import (
+    column_groups,
+    declared_groups,
+    merge_column_groups,
+    with_group_columns,
+)
 from models.properties import COMMIT_TIME_ORDERING, TableConfig
 from models.storage import join
 from models.table import CorruptTableError, HudiTable, ViewOptions
@@ -53,6 +62,7 @@ def read_snapshot(
     if not parts:
         return pa.table({})
     rows = pa.concat_tables(parts, promote_options="permissive")
+    rows = with_group_columns(rows, declared_groups(table.config))
     return _sort_rows(rows, table.config)
 
 
@@ -130,6 +140,11 @@ def merge_batches(batches: list[pa.Table | DeleteKeys], config: TableConfig) -> 
     seq = pa.array(np.arange(n, dtype=np.int64))
     deleted = pc.fill_null(rows.column(_DELETE), False)
     key = rows.column(_KEY)
+    groups = column_groups(config)
+    if groups:  # multi-stream partial updates: one merge per column group
+        flags = deleted.to_numpy(zero_copy_only=False)
+        merged = merge_column_groups(rows, key, flags, groups, ordering)
+        return merged.drop_columns([_KEY, _DELETE])
     if event_time and ordering in rows.column_names:
         order_value = rows.column(ordering)
         # unconditional deletes last; nulls first: a version without an ordering value loses to

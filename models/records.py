@@ -22,10 +22,17 @@ Columns (the table's data columns; Hudi adds its meta columns in front):
 ``offset``     the source offset (Kafka-like, per job), which identifies a record across rewrites.
 ``job``        index of the job that emitted it.
 ``value``      a payload derived from the offset.
+
+A source of a multi-stream partial-update table (seed 001, :mod:`models.partial_update`) writes
+one *column group* instead of ``value``: its own ordering field (the group's event time, equal to
+``ts``) and its columns (payloads derived from the offset, one hash stream per column). ``key``,
+``part``, ``ts``, ``offset`` and ``job`` stay: they are the record-level columns every stream
+carries (:func:`column_group_schema`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
@@ -96,10 +103,19 @@ class RecordSource:
     records_per_s: float
     operation: str = "upsert"
     lateness_ms: int = 0
+    columns: tuple[str, ...] = ()
+    """The column group this source writes (multi-stream partial updates); empty: whole records
+    (``value``)."""
+    ordering_field: str = ORDERING_FIELD
+    """The column holding the group's ordering value (only with ``columns``)."""
 
     def __post_init__(self) -> None:
         if self.operation not in OPERATIONS:
             raise ValueError(f"operation must be one of {OPERATIONS}, not {self.operation!r}")
+        if self.columns or self.ordering_field != ORDERING_FIELD:
+            column_group_schema(self.columns, self.ordering_field)  # validates the names
+            if self.operation != "upsert":
+                raise ValueError("a column group updates keys: its operation must be upsert")
         if self.key_space < 1 or self.partitions < 1 or self.records_per_s <= 0:
             raise ValueError("key_space, partitions and records_per_s must be positive")
         if not 0 <= self.job_index < 100:
@@ -112,6 +128,13 @@ class RecordSource:
     def arrival_ms(self, offsets: np.ndarray) -> np.ndarray:
         """When each offset became available upstream, in ms since the start."""
         return (np.asarray(offsets, np.int64) * 1000 // self.records_per_s).astype(np.int64)
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns of this source's records."""
+        if not self.columns:
+            return SCHEMA
+        return column_group_schema(self.columns, self.ordering_field)
 
     def _hash(self, offsets: np.ndarray, stream: int) -> np.ndarray:
         return splitmix64(offsets.astype(np.uint64) ^ _salt(self.seed, self.job_index, stream))
@@ -127,7 +150,7 @@ class RecordSource:
         if not 0 <= start <= stop:
             raise ValueError(f"bad offset range [{start}, {stop})")
         if start == stop:
-            return SCHEMA.empty_table()
+            return self.schema.empty_table()
         first, last = start // BLOCK_RECORDS, (stop - 1) // BLOCK_RECORDS
         if last - first > 1:  # a long range: build it directly
             return self._records(start, stop)
@@ -158,18 +181,45 @@ class RecordSource:
         )
         event_ms = np.maximum(self.arrival_ms(offsets) - late, 0)
         ts = event_ms * _TS_SCALE + (offsets % 10_000) * 100 + self.job_index
+        common = [
+            keys,
+            parts,
+            pa.array(ts, pa.int64()),
+            pa.array(offsets, pa.int64()),
+            pa.array(np.full(len(offsets), self.job_index, np.int32), pa.int32()),
+        ]
+        if self.columns:
+            # the group's ordering value is the record's event time; each column its own hash
+            payloads = [
+                pa.array((self._hash(offsets, _COLUMN_STREAM + i) >> np.uint64(1)).astype(np.int64))
+                for i in range(len(self.columns))
+            ]
+            return pa.Table.from_arrays([*common, common[2], *payloads], schema=self.schema)
         value = (self._hash(offsets, 3) >> np.uint64(1)).astype(np.int64)
-        return pa.Table.from_arrays(
-            [
-                keys,
-                parts,
-                pa.array(ts, pa.int64()),
-                pa.array(offsets, pa.int64()),
-                pa.array(np.full(len(offsets), self.job_index, np.int32), pa.int32()),
-                pa.array(value, pa.int64()),
-            ],
-            schema=SCHEMA,
-        )
+        return pa.Table.from_arrays([*common, pa.array(value, pa.int64())], schema=SCHEMA)
+
+
+_COLUMN_STREAM = 16
+"""Hash stream of a column group's first column (streams 1-3 are key, lateness and value)."""
+RECORD_LEVEL_FIELDS = (RECORD_KEY_FIELD, PARTITION_FIELD, ORDERING_FIELD, "offset", "job")
+"""Columns every record carries, whole or one column group."""
+_COLUMN_NAME = re.compile(r"^[a-z][a-z0-9_]*\Z")
+
+
+def column_group_schema(columns: tuple[str, ...], ordering_field: str) -> pa.Schema:
+    """The records of a source writing one column group: the record-level columns, then the
+    group's ordering field, then its columns (all int64); raises ValueError for a bad name."""
+    names = [ordering_field, *columns]
+    for name in names:
+        if not _COLUMN_NAME.match(name) or name in (*RECORD_LEVEL_FIELDS, "value"):
+            raise ValueError(
+                f"column name {name!r} is not a lower-case identifier or is reserved "
+                f"({', '.join((*RECORD_LEVEL_FIELDS, 'value'))})"
+            )
+    if not columns or len(set(names)) != len(names):
+        raise ValueError(f"a column group needs distinct columns besides {ordering_field!r}")
+    fields = [SCHEMA.field(name) for name in RECORD_LEVEL_FIELDS]
+    return pa.schema([*fields, *(pa.field(name, pa.int64(), nullable=False) for name in names)])
 
 
 BLOCK_RECORDS = 4096

@@ -166,6 +166,20 @@ def _check_job_name(name: str) -> str:
 
 JobName = Annotated[str, AfterValidator(_check_job_name)]
 
+RESERVED_COLUMNS = ("key", "part", "ts", "offset", "job", "value")
+"""Columns of every record (and the whole-record payload): no column group may take them."""
+_COLUMN_RULE = "a lower-case identifier ([a-z][a-z0-9_]*), not " + ", ".join(RESERVED_COLUMNS)
+_COLUMN_PATTERN = re.compile(r"^[a-z][a-z0-9_]*\Z")
+
+
+def _check_column_name(name: str) -> str:
+    if not _COLUMN_PATTERN.match(name) or name in RESERVED_COLUMNS:
+        raise _RuleViolation(f"bad column name {_show(name)}", allowed=_COLUMN_RULE)
+    return name
+
+
+ColumnName = Annotated[str, AfterValidator(_check_column_name)]
+
 
 class _Spec(BaseModel):
     """Common configuration: frozen, strict (no ``"5"`` -> 5), unknown keys and NaN rejected.
@@ -262,6 +276,13 @@ class JobSpec(_Spec):
     """Schedule a compaction after this many delta commits (MERGE_ON_READ)."""
     concurrency: Literal["nbcc", "occ"] = "nbcc"
     """Concurrency control between jobs: non-blocking (NBCC) or optimistic (OCC)."""
+    columns: Annotated[tuple[ColumnName, ...], Field(strict=False)] = ()
+    """Multi-stream partial updates (seed 001): the column group this job writes (its records
+    carry only these columns besides key, part, ts, offset, job); empty: whole records. When one
+    job has columns every job must, and no two jobs may write the same column."""
+    ordering_field: str = ""
+    """The column holding this job's column-group ordering value; default ``<name>_ts`` for a job
+    with ``columns``, empty (the table's ``ts``) for whole records."""
 
 
 FaultKind = Literal[
@@ -468,6 +489,11 @@ class ProtocolSpec(_Spec):
     """The coordinator's checkpoint keeps only fully received event buffers (false), or also ones
     still being filled (true: apache/hudi#19215, a global failover commits them half and loses
     the rest)."""
+    partial_update_merge: Literal["column_group", "row"] = "column_group"
+    """Multi-stream partial updates (jobs with ``columns``): merge each column group by its own
+    ordering value (column_group, the real rule: PartialUpdateAvroPayload with HUDI-4882's
+    per-group ordering), or merge whole rows on ``ts`` (row: the table left as an ordinary
+    EVENT_TIME_ORDERING table, so a newer record of one stream wipes the other's columns)."""
     failed_writes_cleaning: Literal["auto", "EAGER", "LAZY"] = "auto"
     """Rollback of failed writes: EAGER (before each write) or LAZY (by heartbeat expiry); auto is
     EAGER for one job and LAZY for several, resolved when the scenario is validated."""
@@ -574,6 +600,8 @@ class Scenario(_Spec):
                 continue
             item.setdefault("name", f"job{index}")
             item.setdefault("table_services", index == 0 and not someone_explicit)
+            if item.get("columns") and "ordering_field" not in item:
+                item["ordering_field"] = f"{item['name']}_ts"
             filled.append(item)
         data["jobs"] = filled
         protocol = data.get("protocol", {})
@@ -621,6 +649,66 @@ class Scenario(_Spec):
         return self
 
     @model_validator(mode="after")
+    def _column_group_rules(self) -> Self:
+        """Multi-stream partial updates (seed 001): every job writes its own column group of the
+        same keys, on a MERGE_ON_READ table merged by event time."""
+        grouped = [index for index, job in enumerate(self.jobs) if job.columns]
+        for index, job in enumerate(self.jobs):
+            if job.ordering_field and not job.columns:
+                raise _RuleViolation(
+                    "only a job with columns has its own ordering field (whole records use ts)",
+                    key=f"jobs[{index}].ordering_field",
+                    allowed='"" without columns',
+                )
+        if not grouped:
+            return self
+        first = grouped[0]
+        owner: dict[str, str] = {}
+        for index, job in enumerate(self.jobs):
+            if not job.columns:
+                raise _RuleViolation(
+                    f"jobs[{first}] writes a column group, so every job must",
+                    key=f"jobs[{index}].columns",
+                    allowed="a non-empty array of column names",
+                )
+            if job.operation != "upsert":
+                raise _RuleViolation(
+                    f"{_show(job.operation)} with columns; a column group updates keys",
+                    key=f"jobs[{index}].operation",
+                    allowed="upsert",
+                )
+            named = [("ordering_field", job.ordering_field)]
+            named += [(f"columns[{i}]", column) for i, column in enumerate(job.columns)]
+            for where, column in named:
+                key = f"jobs[{index}].{where}"
+                if where == "ordering_field":
+                    _check_column_name_at(column, key)
+                if column in owner:
+                    raise _RuleViolation(
+                        f"column {_show(column)} is already written by {owner[column]}",
+                        key=key,
+                        allowed="a column no other job or ordering field uses",
+                    )
+                owner[column] = f"jobs[{index}]" + (
+                    " as its ordering field" if where == "ordering_field" else ""
+                )
+        if self.table.type != "MERGE_ON_READ":
+            raise _RuleViolation(
+                f"{self.table.type} with column groups (jobs[{first}].columns); partial "
+                "updates merge logs per column group",
+                key="table.type",
+                allowed="MERGE_ON_READ",
+            )
+        if self.table.merge_mode != "EVENT_TIME_ORDERING":
+            raise _RuleViolation(
+                f"{self.table.merge_mode} with column groups (jobs[{first}].columns); each group "
+                "is merged by its ordering value",
+                key="table.merge_mode",
+                allowed="EVENT_TIME_ORDERING",
+            )
+        return self
+
+    @model_validator(mode="after")
     def _fault_schedule_fits(self) -> Self:
         """Schedule entries name processes this scenario has, at times inside the run."""
         duration = _number(self.scenario.duration_s)
@@ -639,6 +727,11 @@ class Scenario(_Spec):
                     allowed=_describe_targets(self, entry.kind),
                 )
         return self
+
+
+def _check_column_name_at(name: str, key: str) -> None:
+    if not _COLUMN_PATTERN.match(name) or name in RESERVED_COLUMNS:
+        raise _RuleViolation(f"bad column name {_show(name)}", key=key, allowed=_COLUMN_RULE)
 
 
 def _explicit_keys(item: Any) -> dict[str, Any] | None:

@@ -30,7 +30,7 @@ dropped, and after ``restart_delay_ms`` a new epoch restores the last completed 
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -39,7 +39,14 @@ import simpy
 from models.concurrency import ConcurrentWriteConflict
 from models.coordinator import CommitResult, CoordinatorError, WriteCoordinator
 from models.instant import Instant, State
-from models.records import SCHEMA, RecordSource
+from models.partial_update import (
+    PAYLOAD_CLASS,
+    WHOLE_ROW_PAYLOAD_CLASS,
+    ColumnGroup,
+    declare_column_groups,
+    table_schema,
+)
+from models.records import ORDERING_FIELD, SCHEMA, RecordSource
 from models.storage import FileAlreadyExistsError
 from models.timeline import TimelineError
 from models.write_events import WriteMetadataEvent
@@ -96,7 +103,10 @@ class Job:
             partitions=world.scenario.table.partitions,
             records_per_s=spec.records_per_s,
             operation=spec.operation,
+            columns=tuple(spec.columns),
+            ordering_field=spec.ordering_field or ORDERING_FIELD,
         )
+        self.data_schema = _table_data_schema(world, index)
         self.layout = FileLayout(
             index,
             spec.operation,
@@ -121,6 +131,7 @@ class Job:
         self._acks_done: simpy.Event | None = None
         self._pending_checkpoint: int | None = None
         self.blocked: set[int] = set()
+        self._last_abort: str | None = None  # the instant the OCC check last aborted
 
     # --- helpers ---------------------------------------------------------------------------------
 
@@ -130,6 +141,69 @@ class Job:
     @property
     def history(self) -> Any:
         return self.world.history
+
+    def _recording_aborts(
+        self, check: Callable[[Instant, tuple[Any, ...]], None] | None
+    ) -> Callable[[Instant, tuple[Any, ...]], None] | None:
+        """The OCC conflict check (None without OCC), recording each commit it aborts as an
+        ``abort`` event of the coordinator: the abort is otherwise invisible (the coordinator
+        retries the write under a new instant and only the retry's commit shows), and aborts
+        and their wasted writes are what OCC costs compared with NBCC (``reports/metrics.py``).
+        ``records`` counts the rows the aborted instant's files hold (for a copy-on-write
+        merge, the whole rewritten file)."""
+        if check is None:
+            return None
+
+        def precommit(instant: Instant, stats: tuple[Any, ...]) -> None:
+            try:
+                check(instant, stats)
+            except ConcurrentWriteConflict as conflict:
+                self._last_abort = instant.requested_time
+                self.history.info(
+                    self.process_name("coordinator"),
+                    "abort",
+                    {
+                        "instant": instant.requested_time,
+                        "conflict_with": conflict.other.requested_time,
+                        "file_groups": len(conflict.file_groups),
+                        "files": len(stats),
+                        "records": sum(s.num_writes + s.num_deletes for s in stats),
+                    },
+                )
+                raise
+
+        return precommit
+
+    def _retry_started(self, instant: Instant) -> None:
+        """The coordinator started ``instant`` to redo an aborted write (``on_instant_start``
+        runs for OCC retries only): record it and start its heartbeat."""
+        self.history.info(
+            self.process_name("coordinator"),
+            "retry",
+            {"instant": instant.requested_time, "retry_of": self._last_abort},
+        )
+        self.world.heartbeat_started(instant.requested_time)
+
+    def _dropped_instant_rolled_back(self, instant: str, rollback: Instant) -> None:
+        """The coordinator rolled back an instant it dropped with nothing to commit (see
+        ``models/coordinator.py``): record it as the failed-writes cleaning's rollbacks are."""
+        self.history.ok(
+            self.process_name("coordinator"),
+            "rollback",
+            {"instant": instant, "rollback": rollback.requested_time},
+        )
+
+    def _column_group(self) -> dict[str, Any]:
+        """The column group this job writes, for its ``start`` events (the ledger reads it):
+        nothing for whole records, so ordinary histories are unchanged."""
+        if not self.source.columns:
+            return {}
+        return {
+            "column_group": {
+                "columns": list(self.source.columns),
+                "ordering_field": self.source.ordering_field,
+            }
+        }
 
     def _channel(self, role: str, **kwargs: Any) -> Channel:
         delay = self.world.scenario.sim.network_delay_ms
@@ -164,7 +238,7 @@ class Job:
         writer = TableWriter(
             world.table,
             world.time_generator(coordinator_clock),
-            data_schema=SCHEMA,
+            data_schema=self.data_schema,
             log_block_format=world.log_block_format,
             view_options=world.view_options,
         )
@@ -173,10 +247,11 @@ class Job:
             parallelism=self.parallelism,
             mode=self.mode,
             operation_type=self.operation_type,
-            precommit=world.precommit_hook(self),
+            precommit=self._recording_aborts(world.precommit_hook(self)),
             commit_scope=world.scenario.protocol.commit_scope,
             snapshot_partial_buffers=world.scenario.protocol.snapshot_partial_buffers,
-            on_instant_start=lambda instant: world.heartbeat_started(instant.requested_time),
+            on_instant_start=self._retry_started,
+            on_rollback=self._dropped_instant_rolled_back,
         )
         self.tasks = [
             WriteTask(
@@ -192,7 +267,7 @@ class Job:
             TableWriter(
                 world.table,
                 None,
-                data_schema=SCHEMA,
+                data_schema=self.data_schema,
                 log_block_format=world.log_block_format,
                 view_options=world.view_options,
                 stage_id=self.index + 1,
@@ -222,6 +297,7 @@ class Job:
                 "epoch": epoch,
                 "restored_checkpoint": checkpoint.checkpoint_id if checkpoint else None,
                 "source_offset": self.source_offset,
+                **self._column_group(),
             },
         )
         task_states = checkpoint.tasks if checkpoint else (None,) * self.parallelism
@@ -560,12 +636,31 @@ class Job:
             fate = self.world.nemesis.notification_fate(
                 self.notify_channel.name, self.name, checkpoint_id
             )
-            for _ in range(fate.copies):  # scheduled ACK faults (sim/nemesis.py)
-                self.notify_channel.send(
+            # Scheduled ACK faults (sim/nemesis.py). One send per notification whatever the
+            # schedule does to it, so the channel's random draws (delay, loss, duplicate) stay
+            # with their notification and a schedule entry never moves a random fault: a
+            # scheduled loss is sent and silently discarded (the nemesis recorded it), a scheduled
+            # duplicate is delivered twice, back to back, as a random duplicate is.
+            channel, on_fault = self.notify_channel, self.notify_channel.on_fault
+            if fate.copies == 0:
+                channel.on_fault = None  # no random fault on a notification already lost
+            try:
+                channel.send(
                     CheckpointComplete(epoch, checkpoint_id),
-                    self._to_coordinator,
+                    self._to_coordinator if fate.copies == 1 else self._copies(fate.copies),
                     extra_delay_ms=delay + fate.extra_delay_ms,
                 )
+            finally:
+                channel.on_fault = on_fault
+
+    def _copies(self, copies: int) -> Callable[[Any], None]:
+        """Deliver a notification ``copies`` times (0: a scheduled loss)."""
+
+        def deliver(message: Any) -> None:
+            for _ in range(copies):
+                self._to_coordinator(message)
+
+        return deliver
 
     def _fail_checkpoint(self, epoch: int, checkpoint_id: int, why: str) -> None:
         self.history.fail(
@@ -601,6 +696,33 @@ class Job:
         """The run is ending: no more faults on this job's channels."""
         self.notify_channel.loss = 0.0
         self.notify_channel.duplicate = 0.0
+
+
+def _table_data_schema(world: World, index: int) -> pa.Schema:
+    """The table's data columns, which every commit's metadata carries as its schema.
+
+    Multi-stream partial updates (jobs with ``columns``): every stream's columns. The table is
+    declared with those column groups (``models.partial_update``), as if its DDL named them all;
+    the world creates the table before its jobs, so the first job declares them, with storage
+    faults off as for the table's creation. The known-bad variant ``partial_update_merge = "row"``
+    declares them with Hudi's default payload, which merges whole rows."""
+    jobs = world.scenario.jobs
+    if not any(job.columns for job in jobs):
+        return SCHEMA
+    groups = [ColumnGroup(job.ordering_field, tuple(job.columns)) for job in jobs]
+    if index == 0:
+        whole_rows = world.scenario.protocol.partial_update_merge == "row"
+        enabled = world.storage.failures_enabled
+        world.storage.failures_enabled = False
+        try:
+            declare_column_groups(
+                world.table,
+                groups,
+                payload_class=WHOLE_ROW_PAYLOAD_CLASS if whole_rows else PAYLOAD_CLASS,
+            )
+        finally:
+            world.storage.failures_enabled = enabled
+    return table_schema(groups)
 
 
 def _describe(error: BaseException) -> str:

@@ -15,6 +15,9 @@ Semantics worth knowing when a comparison fails (hudi 0.5.0, checked on crafted 
 - Listed log files are not cut at ``as_of``; the reader drops blocks whose instant is ``> as_of``.
 - If ``hoodie.table.metadata.partitions`` in hoodie.properties lists ``files`` (v8+), the file
   listing comes from ``.hoodie/metadata`` instead of storage; options cannot turn that off.
+- No partial merging: a table that declares column groups (multi-stream partial updates,
+  ``models/partial_update.py``) is read as whole rows. :func:`oracle_merges_like_ours` says so;
+  compare file slices there, not merged rows.
 """
 
 from __future__ import annotations
@@ -27,9 +30,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from models.partial_update import declared_groups
+from models.properties import TableConfig, parse_properties
+
 __all__ = [
     "HUDI_AVAILABLE",
     "oracle_file_slices",
+    "oracle_merges_like_ours",
     "oracle_read",
     "oracle_table",
     "oracle_timeline",
@@ -41,6 +48,18 @@ RECORD_KEY_FIELDS = "hoodie.table.recordkey.fields"
 PARTITION_FIELDS = "hoodie.table.partition.fields"
 
 HUDI_AVAILABLE = importlib.util.find_spec("hudi") is not None
+
+
+def oracle_merges_like_ours(table_path: str | Path) -> tuple[bool, str]:
+    """Whether hudi-rs's merged rows can be compared with ours for this table, and why not.
+
+    Reads ``hoodie.properties`` with the testbed's own parser (no hudi needed): a table declaring
+    column groups is merged per group by us and as whole rows by hudi-rs."""
+    path = Path(table_path) / ".hoodie" / "hoodie.properties"
+    groups = declared_groups(TableConfig(parse_properties(path.read_text("utf-8"))))
+    if groups:
+        return False, f"{len(groups)} column groups are merged per group; hudi-rs merges rows"
+    return True, ""
 
 
 def _hudi() -> Any:

@@ -39,6 +39,8 @@ EXPECTED = {
     "archived_completion_miss": ("no_data_loss", "slicing"),
     "cow_async_upsert": ("no_data_loss", "merge_convergence"),
     "occ_contention": (),
+    "partial_updates_two_streams": (),
+    "partial_update_row_merge": ("no_data_loss", "merge_convergence"),
 }
 
 

@@ -59,6 +59,8 @@ DEFAULTS: dict[str, Any] = {
     "jobs.table_services": True,
     "jobs.compaction_every_commits": 5,
     "jobs.concurrency": "nbcc",
+    "jobs.columns": (),
+    "jobs.ordering_field": "",
     "faults.ack_loss": 0,
     "faults.ack_delay_ms": 0,
     "faults.checkpoint_failure": 0,
@@ -76,6 +78,7 @@ DEFAULTS: dict[str, Any] = {
     "protocol.put_if_absent": True,
     "protocol.commit_scope": "all_below",
     "protocol.snapshot_partial_buffers": False,
+    "protocol.partial_update_merge": "column_group",
     "protocol.failed_writes_cleaning": "EAGER",  # "auto" resolved for one job
     "expect.violations": (),
     "sim.drain_timeout_s": 120,
@@ -187,6 +190,7 @@ def test_protocol_variants_default_to_the_real_rule() -> None:
         "put_if_absent": (True, False),
         "commit_scope": ("all_below", "latest_only"),
         "snapshot_partial_buffers": (False, True),
+        "partial_update_merge": ("column_group", "row"),
         "failed_writes_cleaning": ("auto", "EAGER", "LAZY"),
     }
     for name, choices in PROTOCOL_VARIANTS.items():

@@ -86,6 +86,12 @@ VARIANTS = (
         marks=(pytest.mark.slow,),
     ),
 )
+VARIANTS += (
+    Variant(
+        "partial_update_row_merge",
+        {"protocol": {"partial_update_merge": "column_group"}},
+    ),
+)
 BY_NAME = {v.scenario: v for v in VARIANTS}
 
 
