@@ -1,0 +1,576 @@
+"""``testbed suite``: run a suite of scenarios in parallel and write one summary and report.
+
+What an engineer runs before merging a protocol change, and what README's first command runs: a
+suite (``scenarios/suites.toml``) or a list of scenario files, each on its own seed (or on
+``--seeds N`` consecutive seeds from it), in worker processes. Everything lands under one folder:
+
+- ``runs/<scenario>-seed<N>/``: each run folder, as ``testbed run`` writes it; a caught known-bad
+  run also holds its minimal counterexample (``counterexample.toml`` / ``.json`` / ``.txt``,
+  :mod:`testbed.minimize`); a run that raised holds ``error.txt`` (the traceback);
+- ``scenarios/<name>.toml``: each grid point's derived scenario (the file its replay runs);
+- ``summary.json``: the verdict of every run and scenario (shape below), ``summary.parquet``: one
+  flat row per run, and ``report.html`` (:func:`reports.html.write_report`).
+
+Runs are independent and deterministic, so the verdicts, digests and counterexamples do not
+depend on ``--workers`` or on completion order; rows are written in suite order, then seed.
+Only ``wall_s`` varies. A run that raises is recorded as that run's error and the others go on;
+Ctrl-C keeps what finished (``"interrupted": true``).
+
+``summary.json``::
+
+    {"suite", "description", "seeds", "ok", "interrupted",
+     "runs": [{"scenario", "description", "seed", "run_dir" (relative to the suite folder), "ok",
+               "expected_violations", "violated", "error", "replay", "wall_s", "metrics", "grid",
+               "params", "expect", "may_violate", "digest", "counterexample"}],
+     "scenarios": [{"scenario", "description", "runs", "ok", "expected_violations",
+                    "violated_in", "expect", "may_violate", "grid", "params"}]}
+
+``expect`` is the expectation mode (``exact``; a grid point may have ``any-of`` or
+``unchecked``, see :mod:`scenarios.suites`), ``expected_violations`` what must be violated and
+``may_violate`` what may be; ``counterexample`` is the path of a caught run's
+``counterexample.toml`` relative to the suite folder, or null.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as futures
+import json
+import multiprocessing
+import os
+import shutil
+import signal
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scenarios.schema import Scenario, ScenarioError, resolved_toml, scenario_from_dict
+from scenarios.suites import Expectation, Suite, SuiteBook, files_suite, load_suites
+
+EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+FILES_SUITE = "files"
+"""The name of an ad-hoc suite of scenario files (``testbed suite a.toml b.toml``)."""
+
+
+# --- what to run ---------------------------------------------------------------------------------
+
+
+def resolve(targets: Sequence[str], book: SuiteBook | None = None) -> Suite:
+    """``testbed suite``'s arguments as a suite: none (the default suite), one suite name, or
+    scenario files. Raises :class:`ScenarioError` (one line) for anything else."""
+    book = book or load_suites()
+    if not targets:
+        return book.suite(book.default)
+    files = [t for t in targets if t.endswith(".toml") or os.sep in t or Path(t).is_file()]
+    if not files:
+        if len(targets) > 1:
+            raise ScenarioError(
+                "testbed suite",
+                "",
+                "give one suite name, or scenario files",
+                ", ".join(book.suites),
+            )
+        (name,) = targets
+        if name not in book.suites:
+            raise ScenarioError(
+                "testbed suite", "", f"unknown suite {name!r}", ", ".join(book.suites)
+            )
+        return book.suite(name)
+    if len(files) != len(targets):
+        names = [t for t in targets if t not in files]
+        raise ScenarioError(
+            "testbed suite",
+            "",
+            f"{names[0]!r} is not a scenario file; a suite name cannot be mixed with files",
+            "one suite name, or .toml files",
+        )
+    for target in files:
+        if not Path(target).is_file():
+            raise ScenarioError(target, "", "no such file")
+    return files_suite([Path(t) for t in files], FILES_SUITE)
+
+
+def default_out(suite: Suite) -> Path:
+    return Path("runs") / f"suite-{suite.name}"
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """One run of a suite: everything a worker process needs (it pickles)."""
+
+    index: int
+    name: str
+    description: str
+    scenario: Scenario
+    """With the seed of this run."""
+    source: Path
+    run_dir: Path
+    rel_dir: str
+    expectation: Expectation
+    grid: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    minimize_runs: int = 0
+    """Runs the counterexample minimization may spend on a caught known-bad run (0: none)."""
+
+
+def plan_runs(
+    suite: Suite, out: Path, *, seeds: int | None = None, minimize_runs: int = 0
+) -> list[RunTask]:
+    """The suite's runs in their fixed order (suite order, then seed). Without ``seeds`` each
+    scenario runs on its own ``[scenario] seed`` (the seed its expectation was established on);
+    with ``seeds = N`` on N consecutive seeds starting there, so the first is always that run.
+    Grid points' scenario files are written to ``<out>/scenarios/`` (their replay source)."""
+    out = out.resolve()
+    tasks: list[RunTask] = []
+    for entry in suite.scenarios:
+        source = entry.source
+        if source is None:
+            source = out / "scenarios" / f"{entry.name}.toml"
+            source.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(source, resolved_toml(entry.scenario))
+        own = entry.scenario.scenario.seed
+        for seed in range(own, own + (seeds or 1)):
+            scenario = entry.scenario
+            if seed != own:
+                scenario = scenario_from_dict(
+                    scenario.model_dump(mode="json"), str(source), seed=seed
+                )
+            rel_dir = f"runs/{entry.name}-seed{seed}"
+            tasks.append(
+                RunTask(
+                    index=len(tasks),
+                    name=entry.name,
+                    description=entry.scenario.scenario.description,
+                    scenario=scenario,
+                    source=source.resolve(),
+                    run_dir=out / rel_dir,
+                    rel_dir=rel_dir,
+                    expectation=entry.expectation,
+                    grid=entry.grid,
+                    params=dict(entry.params),
+                    minimize_runs=minimize_runs,
+                )
+            )
+    return tasks
+
+
+# --- one run (in a worker) -------------------------------------------------------------------------
+
+
+def execute(task: RunTask) -> dict[str, Any]:
+    """Run one task and return its ``summary.json`` row; any exception (a testbed bug) becomes
+    the row's ``error``, with the traceback in ``<run_dir>/error.txt``."""
+    from models.history import read_history
+    from testbed.minimize import minimize_run
+    from testbed.run import replay_command, run_scenario
+
+    started = time.perf_counter()
+    row = _row(task)
+    row["replay"] = replay_command(task.source, task.scenario, task.run_dir)
+    shutil.rmtree(task.run_dir, ignore_errors=True)  # nothing stale from an earlier suite run
+    try:
+        outcome = run_scenario(task.scenario, task.source, task.run_dir)
+        result = outcome.result
+        invariants = result["invariants"]
+        violated = sorted(name for name, v in invariants.items() if not v["ok"])
+        row.update(
+            violated=violated,
+            ok=task.expectation.holds(violated, invariants),
+            metrics=result["metrics"],
+            digest=result["digest"],
+        )
+        known_bad = task.expectation.mode == "exact" and task.expectation.violations
+        if task.minimize_runs and known_bad and row["ok"]:
+            events = read_history(task.run_dir / "history.jsonl")
+            found = minimize_run(
+                task.scenario,
+                events,
+                task.run_dir,
+                max_runs=task.minimize_runs,
+                verdicts=invariants,
+            )
+            if found is not None:
+                row["counterexample"] = f"{task.rel_dir}/{found.path.name}"
+    except Exception:
+        trace = traceback.format_exc()
+        task.run_dir.mkdir(parents=True, exist_ok=True)
+        (task.run_dir / "error.txt").write_text(trace)
+        row.update(ok=False, error=trace.rstrip().splitlines()[-1])
+    row["wall_s"] = round(time.perf_counter() - started, 3)
+    return row
+
+
+def _row(task: RunTask, error: str | None = None) -> dict[str, Any]:
+    expectation = task.expectation
+    return {
+        "scenario": task.name,
+        "description": task.description,
+        "seed": task.scenario.scenario.seed,
+        "run_dir": task.rel_dir,
+        "ok": False,
+        "expected_violations": list(expectation.required),
+        "violated": [],
+        "error": error,
+        "replay": "",
+        "wall_s": 0.0,
+        "metrics": {},
+        "grid": task.grid,
+        "params": task.params,
+        "expect": expectation.mode,
+        "may_violate": list(expectation.allowed),
+        "digest": None,
+        "counterexample": None,
+    }
+
+
+# --- the whole suite -----------------------------------------------------------------------------
+
+
+Progress = Callable[[int, int, dict[str, Any]], None]
+"""``progress(done, total, row)`` after each finished run."""
+
+
+@dataclass
+class SuiteOutcome:
+    out: Path
+    summary: dict[str, Any]
+    report: Path | None = None
+    report_error: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        if self.summary["interrupted"]:
+            return EXIT_INTERRUPTED
+        return EXIT_OK if self.summary["ok"] and self.report_error is None else EXIT_MISMATCH
+
+
+def run_suite(
+    suite: Suite,
+    out: Path,
+    *,
+    seeds: int | None = None,
+    workers: int | None = None,
+    minimize_runs: int = 0,
+    progress: Progress | None = None,
+    runner: Callable[[RunTask], dict[str, Any]] = execute,
+) -> SuiteOutcome:
+    """Run ``suite`` into ``out`` and write ``summary.json``, ``summary.parquet`` and the
+    report. ``workers`` 1 runs everything in this process (``runner`` is called directly);
+    more run in that many worker processes. Ctrl-C stops the suite and keeps what finished."""
+    out.mkdir(parents=True, exist_ok=True)
+    tasks = plan_runs(suite, out, seeds=seeds, minimize_runs=minimize_runs)
+    workers = max(1, min(workers or os.cpu_count() or 1, len(tasks) or 1))
+    rows: dict[int, dict[str, Any]] = {}
+
+    def finished(row: dict[str, Any], index: int) -> None:
+        rows[index] = row
+        if progress is not None:
+            progress(len(rows), len(tasks), row)
+
+    interrupted = False
+    try:
+        if workers == 1:
+            for task in tasks:
+                finished(runner(task), task.index)
+        else:
+            _run_in_pool(tasks, workers, runner, finished)
+    except KeyboardInterrupt:
+        interrupted = True
+    summary = summarize(suite, seeds or 1, [rows[i] for i in sorted(rows)], interrupted)
+    write_summary(out, summary)
+    outcome = SuiteOutcome(out, summary)
+    try:
+        from reports.html import write_report
+
+        outcome.report = write_report(out)
+    except Exception as error:  # the verdicts are written; say why the report is not
+        outcome.report_error = f"{type(error).__name__}: {error}"
+    return outcome
+
+
+def _ignore_sigint() -> None:
+    """Workers leave Ctrl-C to the parent, which stops them (a worker interrupted mid-run would
+    print a traceback of its own)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run_in_pool(
+    tasks: list[RunTask],
+    workers: int,
+    runner: Callable[[RunTask], dict[str, Any]],
+    finished: Callable[[dict[str, Any], int], None],
+) -> None:
+    # forkserver: workers fork from a clean server that preloaded the simulator, not from this
+    # process and its threads (the progress bar's)
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["testbed.suite", "testbed.run", "testbed.minimize"])
+    executor = futures.ProcessPoolExecutor(workers, context, initializer=_ignore_sigint)
+    pending = {executor.submit(runner, task): task for task in tasks}
+    try:
+        while pending:
+            done, _ = futures.wait(pending, return_when=futures.FIRST_COMPLETED)
+            for future in sorted(done, key=lambda f: pending[f].index):
+                task = pending.pop(future)
+                try:
+                    row = future.result()
+                except Exception as error:  # the worker process itself died
+                    row = _row(task, f"worker failed: {type(error).__name__}: {error}")
+                finished(row, task.index)
+    except KeyboardInterrupt:
+        _stop(executor)
+        for task in pending.values():
+            shutil.rmtree(task.run_dir.with_name(task.run_dir.name + ".partial"), True)
+        raise
+    executor.shutdown(wait=True)
+
+
+def _stop(executor: futures.ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers now (a run can take a minute)."""
+    executor.shutdown(wait=False, cancel_futures=True)
+    terminate = getattr(executor, "terminate_workers", None)  # Python >= 3.14
+    if terminate is not None:
+        terminate()
+        return
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+
+
+# --- summary.json, summary.parquet ------------------------------------------------------------------
+
+
+def summarize(
+    suite: Suite, seeds: int, rows: list[dict[str, Any]], interrupted: bool
+) -> dict[str, Any]:
+    """``summary.json`` from the finished runs' rows (in suite order)."""
+    scenarios: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        entry = scenarios.setdefault(
+            row["scenario"],
+            {
+                "scenario": row["scenario"],
+                "description": row["description"],
+                "runs": 0,
+                "ok": True,
+                "expected_violations": row["expected_violations"],
+                "violated_in": {},
+                "expect": row["expect"],
+                "may_violate": row["may_violate"],
+                "grid": row["grid"],
+                "params": row["params"],
+            },
+        )
+        entry["runs"] += 1
+        entry["ok"] = entry["ok"] and row["ok"]
+        for name in row["violated"]:
+            entry["violated_in"][name] = entry["violated_in"].get(name, 0) + 1
+    for entry in scenarios.values():
+        entry["violated_in"] = dict(sorted(entry["violated_in"].items()))
+    return {
+        "suite": suite.name,
+        "description": suite.description,
+        "seeds": seeds,
+        "ok": not interrupted and all(row["ok"] for row in rows),
+        "interrupted": interrupted,
+        "runs": rows,
+        "scenarios": list(scenarios.values()),
+    }
+
+
+def flat_row(row: dict[str, Any]) -> dict[str, Any]:
+    """One ``summary.parquet`` row: the run's verdict and its key metrics as scalars (job
+    counters summed over jobs, commit latency percentiles the worst job's)."""
+    metrics = row.get("metrics") or {}
+    jobs = list((metrics.get("jobs") or {}).values())
+    flat: dict[str, Any] = {
+        "scenario": row["scenario"],
+        "seed": row["seed"],
+        "ok": row["ok"],
+        "expect": row["expect"],
+        "expected": ",".join(row["expected_violations"]),
+        "violated": ",".join(row["violated"]),
+        "violations": len(row["violated"]),
+        "error": row["error"],
+        "wall_s": float(row["wall_s"]),
+        "grid": row["grid"],
+        "params": json.dumps(row["params"], sort_keys=True),
+        "digest": row["digest"],
+        "counterexample": row["counterexample"],
+        "blocked_ms_total": metrics.get("blocked_ms_total"),
+        "commit_wait_ms_total": metrics.get("commit_wait_ms_total"),
+        "faults_total": sum((metrics.get("faults") or {}).values()) if metrics else None,
+    }
+    counters = sorted({k for job in jobs for k, v in job.items() if _is_count(v)})
+    for name in counters:
+        flat[name] = sum(job.get(name, 0) for job in jobs)
+    for p in ("p50", "p99", "max"):
+        values = [job["commit_latency_ms"][p] for job in jobs if "commit_latency_ms" in job]
+        values = [v for v in values if v is not None]
+        flat[f"commit_latency_{p}_ms"] = max(values) if values else None
+    return flat
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def write_summary(out: Path, summary: dict[str, Any]) -> None:
+    """``summary.json`` and ``summary.parquet``, each written under a temporary name first."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _atomic_write(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    rows = [flat_row(row) for row in summary["runs"]]
+    columns: dict[str, None] = {}
+    for row in rows:
+        columns.update(dict.fromkeys(row))
+    fixed = {
+        "scenario": pa.string(),
+        "seed": pa.int64(),
+        "ok": pa.bool_(),
+        "expect": pa.string(),
+        "expected": pa.string(),
+        "violated": pa.string(),
+        "violations": pa.int64(),
+        "error": pa.string(),
+        "wall_s": pa.float64(),
+        "grid": pa.string(),
+        "params": pa.string(),
+        "digest": pa.string(),
+        "counterexample": pa.string(),
+    }
+    if not rows:
+        columns = dict.fromkeys(fixed)
+    schema = pa.schema([(name, fixed.get(name, pa.int64())) for name in columns])
+    table = pa.table({name: [row.get(name) for row in rows] for name in columns}, schema=schema)
+    staging = out / "summary.parquet.partial"
+    pq.write_table(table, staging)
+    os.replace(staging, out / "summary.parquet")
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    staging = path.with_name(path.name + ".partial")
+    staging.write_text(text)
+    os.replace(staging, path)
+
+
+# --- what the command prints ---------------------------------------------------------------------
+
+
+def summary_table(summary: dict[str, Any]) -> Any:
+    """A rich table: one row per scenario with its seeds, verdict against the expectation and
+    key metrics (mean commits and blocked time over its runs)."""
+    from rich.table import Table
+
+    runs_of: dict[str, list[dict[str, Any]]] = {}
+    for row in summary["runs"]:
+        runs_of.setdefault(row["scenario"], []).append(row)
+    table = Table(title=f"suite {summary['suite']}", title_justify="left")
+    for column, justify in (
+        ("scenario", "left"),
+        ("seeds", "right"),
+        ("verdict", "left"),
+        ("expected", "left"),
+        ("violated", "left"),
+        ("commits", "right"),
+        ("blocked ms", "right"),
+    ):
+        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for entry in summary["scenarios"]:
+        rows = runs_of[entry["scenario"]]
+        seeds = [row["seed"] for row in rows]
+        seed_text = str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
+        good = sum(row["ok"] for row in rows)
+        errors = sum(row["error"] is not None for row in rows)
+        verdict = "[green]as expected[/]" if entry["ok"] else "[bold red]NOT as expected[/]"
+        if len(rows) > 1 or errors:
+            verdict += f" {good}/{len(rows)}"
+        if errors:
+            verdict += f" ({errors} error{'s' if errors > 1 else ''})"
+        if entry["expect"] == "any-of":
+            expected = "any of " + ", ".join(entry["may_violate"])
+        elif entry["expect"] == "unchecked":
+            expected = "(unchecked)"
+        else:
+            expected = ", ".join(entry["expected_violations"]) or "none"
+        violated = ", ".join(
+            name if len(rows) == 1 else f"{name} x{count}"
+            for name, count in entry["violated_in"].items()
+        )
+        metrics = [flat_row(row) for row in rows if row["metrics"]]
+        table.add_row(
+            entry["scenario"],
+            seed_text,
+            verdict,
+            expected,
+            violated or "none",
+            _mean([m.get("commits") for m in metrics]),
+            _mean([m.get("blocked_ms_total") for m in metrics]),
+        )
+    return table
+
+
+def _mean(values: list[Any]) -> str:
+    numbers = [v for v in values if v is not None]
+    return f"{sum(numbers) / len(numbers):.0f}" if numbers else "-"
+
+
+def report_lines(outcome: SuiteOutcome) -> list[str]:
+    """What follows the table: failed runs with their error or replay, counterexamples, files."""
+    summary, out = outcome.summary, outcome.out
+    lines: list[str] = []
+    for row in summary["runs"]:
+        if row["ok"]:
+            continue
+        label = f"{row['scenario']} seed {row['seed']}"
+        if row["error"]:
+            lines.append(
+                f"ERROR {label}: {row['error']} (traceback: {out / row['run_dir']}/error.txt)"
+            )
+        else:
+            lines.append(
+                f"NOT as expected {label}: violated {', '.join(row['violated']) or 'nothing'}"
+                f", expected {', '.join(row['expected_violations']) or 'nothing'}"
+            )
+        if row["replay"]:
+            lines.append(f"  replay: {row['replay']}")
+    caught = [row for row in summary["runs"] if row["counterexample"]]
+    if caught:
+        lines.append(f"minimal counterexamples of {len(caught)} caught known-bad runs:")
+        for row in caught:
+            lines.append(f"  {row['scenario']}: {out / row['counterexample']}")
+    total = len(summary["runs"])
+    good = sum(row["ok"] for row in summary["runs"])
+    state = "interrupted: " if summary["interrupted"] else ""
+    lines.append(f"{state}{good}/{total} runs as expected")
+    lines.append(f"summary: {out / 'summary.json'} (and summary.parquet)")
+    if outcome.report is not None:
+        lines.append(f"report: {outcome.report}")
+    else:
+        lines.append(f"report.html not written: {outcome.report_error}")
+    return lines
+
+
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_MISMATCH",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "FILES_SUITE",
+    "RunTask",
+    "SuiteOutcome",
+    "default_out",
+    "execute",
+    "flat_row",
+    "plan_runs",
+    "report_lines",
+    "resolve",
+    "run_suite",
+    "summarize",
+    "summary_table",
+    "write_summary",
+]

@@ -1,0 +1,295 @@
+"""Suites and grids (scenarios/suites.py, scenarios/suites.toml): every bundled suite resolves to
+existing scenarios, grids expand to valid scenarios with the right expectation per region, and a
+bad suites file is one line naming the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scenarios import INVARIANTS, ScenarioError, catalog, load_scenario
+from scenarios.suites import (
+    SUITES_FILE,
+    Expectation,
+    catalog_files,
+    evaluate_condition,
+    files_suite,
+    load_suites,
+    set_key,
+)
+
+BOOK = load_suites()
+CATALOG = {path.stem for path in catalog()}
+
+
+@pytest.mark.parametrize("name", list(BOOK.suites))
+def test_every_bundled_suite_resolves_to_existing_scenarios(name):
+    suite = BOOK.suite(name)
+    assert suite.description.strip()
+    assert suite.scenarios
+    names = [entry.name for entry in suite.scenarios]
+    assert len(names) == len(set(names))
+    for entry in suite.scenarios:
+        assert entry.scenario.scenario.name == entry.name
+        if entry.grid is None:
+            assert entry.name in CATALOG
+            assert entry.source is not None and entry.source.is_file()
+            assert entry.expectation == Expectation("exact", entry.scenario.expect.violations)
+        else:
+            assert entry.source is None
+            assert BOOK.grids[entry.grid].base in CATALOG
+            assert entry.params
+
+
+def test_every_named_scenario_and_grid_exists():
+    for spec in BOOK.suites.values():
+        for pattern in spec.scenarios:
+            assert pattern == "*" or pattern in CATALOG, pattern
+        for grid in spec.grids:
+            assert grid in BOOK.grids
+    for grid in BOOK.grids.values():
+        assert grid.base in CATALOG
+        assert grid.description.strip()
+        assert grid.regions, f"grid {grid.name} states no expectation"
+
+
+def test_default_suite_runs_the_whole_catalog():
+    suite = BOOK.suite(BOOK.default)
+    assert {entry.name for entry in suite.scenarios} >= CATALOG
+    assert BOOK.suite("catalog").scenarios == tuple(e for e in suite.scenarios if e.grid is None)
+
+
+def test_smoke_is_a_handful_covering_async_blocking_and_a_known_bad_variant():
+    smoke = BOOK.suite("smoke").scenarios
+    assert 3 <= len(smoke) <= 6
+    modes = {job.instant_generation for e in smoke for job in e.scenario.jobs}
+    assert {"async", "blocking"} <= modes
+    assert any(e.expectation.violations for e in smoke)
+    assert all(e.scenario.scenario.duration_s <= 120 for e in smoke)
+
+
+def test_truetime_grid_expects_order_exactly_where_the_bound_exceeds_twice_the_skew():
+    points = [e for e in BOOK.suite("truetime").scenarios]
+    assert len(points) == 12
+    for point in points:
+        time = point.scenario.time
+        assert time.generator == "truetime"
+        assert point.scenario.scenario.duration_s == 60
+        assert point.params == {
+            "time.max_expected_skew_ms": time.max_expected_skew_ms,
+            "time.clock_skew_ms": time.clock_skew_ms,
+        }
+        if time.max_expected_skew_ms > 2 * time.clock_skew_ms:
+            assert point.expectation.mode == "exact"
+            assert point.expectation.violations == ()
+        else:
+            assert point.expectation.mode == "any-of"
+            assert "instant_monotonic" in point.expectation.violations
+            assert "liveness" not in point.expectation.violations
+        # the file the runner writes must not claim a violation it cannot promise
+        assert point.scenario.expect.violations == ()
+    assert {p.expectation.mode for p in points} == {"exact", "any-of"}
+
+
+def test_grid_point_names_and_order():
+    names = [e.name for e in BOOK.suite("concurrency").scenarios]
+    assert names == [
+        f"concurrency-concurrency={c}-buckets_per_partition={b}"
+        for c in ("occ", "nbcc")
+        for b in (1, 2, 8)
+    ]
+    point = BOOK.suite("concurrency").scenarios[3]
+    assert [job.concurrency for job in point.scenario.jobs] == ["nbcc", "nbcc"]
+    assert point.scenario.table.buckets_per_partition == 1
+
+
+# --- expectations and conditions --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expectation", "violated", "holds"),
+    [
+        (Expectation("exact", ()), [], True),
+        (Expectation("exact", ()), ["slicing"], False),
+        (Expectation("exact", ("slicing", "no_data_loss")), ["no_data_loss", "slicing"], True),
+        (Expectation("exact", ("slicing", "no_data_loss")), ["slicing"], False),
+        (Expectation("any-of", ("slicing", "no_data_loss")), [], True),
+        (Expectation("any-of", ("slicing", "no_data_loss")), ["slicing"], True),
+        (Expectation("any-of", ("slicing",)), ["slicing", "liveness"], False),
+        (Expectation("unchecked"), ["liveness"], True),
+    ],
+)
+def test_expectation_modes(expectation, violated, holds):
+    assert expectation.holds(violated, INVARIANTS) is holds
+
+
+def test_exact_expectation_ignores_invariants_without_a_checker():
+    expectation = Expectation("exact", ("slicing", "no_data_loss"))
+    assert expectation.holds(["slicing"], ["slicing", "liveness"])
+
+
+DATA = {
+    "time": {"max_expected_skew_ms": 200, "clock_skew_ms": 50},
+    "jobs": [{"writers": 2}, {"writers": 4}],
+    "table": {"type": "MERGE_ON_READ"},
+}
+
+
+@pytest.mark.parametrize(
+    ("condition", "value"),
+    [
+        ("time.max_expected_skew_ms > 2 * time.clock_skew_ms", True),
+        ("time.max_expected_skew_ms > 4 * time.clock_skew_ms", False),
+        ("time.max_expected_skew_ms >= 4 * time.clock_skew_ms", True),
+        ("jobs[1].writers == 2 * jobs[0].writers and not jobs[0].writers > 3", True),
+        ("table.type == 'COPY_ON_WRITE' or time.clock_skew_ms - 50 != 0", False),
+        ("0 < time.clock_skew_ms < 100", True),
+    ],
+)
+def test_conditions(condition, value):
+    assert evaluate_condition(condition, DATA) is value
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        "__import__('os')",
+        "time.nope > 1",
+        "jobs[5].writers > 1",
+        "time.clock_skew_ms >",
+        "[1] == 1",
+    ],
+)
+def test_conditions_outside_the_language_are_refused(condition):
+    with pytest.raises(ValueError):
+        evaluate_condition(condition, DATA)
+
+
+def test_set_key_sets_one_element_or_all():
+    data = {"jobs": [{"writers": 2}, {"writers": 4}], "time": {"clock_skew_ms": 1}}
+    set_key(data, "jobs[*].writers", 8)
+    set_key(data, "time.clock_skew_ms", 9)
+    set_key(data, "jobs[0].writers", 1)
+    assert data == {"jobs": [{"writers": 1}, {"writers": 8}], "time": {"clock_skew_ms": 9}}
+    for bad in ("time.nope", "jobs[2].writers", "time[0].x", "jobs..writers"):
+        with pytest.raises(KeyError):
+            set_key(data, bad, 1)
+
+
+# --- bad suites files ------------------------------------------------------------------------------
+
+GOOD = """\
+default = "mine"
+
+[suites.mine]
+description = "one scenario and a grid"
+scenarios = ["async_baseline"]
+grids = ["g"]
+
+[grids.g]
+description = "writers"
+base = "async_baseline"
+set = { "scenario.duration_s" = 10 }
+
+[grids.g.vary]
+"jobs[*].writers" = [2, 3]
+
+[[grids.g.expect]]
+when = "jobs[0].writers > 2"
+expect = "unchecked"
+
+[[grids.g.expect]]
+expect = "none"
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "suites.toml"
+    path.write_text(text)
+    return path
+
+
+def test_a_small_suites_file(tmp_path):
+    book = load_suites(write(tmp_path, GOOD))
+    suite = book.suite(book.default)
+    assert [e.name for e in suite.scenarios] == ["async_baseline", "g-writers=2", "g-writers=3"]
+    two, three = suite.scenarios[1:]
+    assert two.expectation == Expectation("exact", ())
+    assert three.expectation.mode == "unchecked"
+    assert three.params == {"jobs[*].writers": 3}
+    assert [j.writers for j in three.scenario.jobs] == [3]
+    assert three.scenario.scenario.duration_s == 10
+    assert "g-writers=3" in three.scenario.scenario.name
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "fragment"),
+    [
+        (('default = "mine"', 'default = "nope"'), "default", "is not a suite"),
+        (
+            ('scenarios = ["async_baseline"]', 'scenarios = ["nope"]'),
+            "suites.mine.scenarios",
+            "names no catalog",
+        ),
+        (('grids = ["g"]', 'grids = ["h"]'), "suites.mine.grids[0]", "unknown grid"),
+        (('base = "async_baseline"', 'base = "nope"'), "grids.g.base", "unknown catalog"),
+        (('expect = "none"', 'expect = "sometimes"'), "grids.g.expect[1].expect", "unknown mode"),
+        (
+            ('"jobs[*].writers" = [2, 3]', '"jobs[*].writers" = [0]'),
+            "jobs[0].writers",
+            "out of range",
+        ),
+        (
+            ('"jobs[*].writers" = [2, 3]', '"jobs[*].wrters" = [2]'),
+            "grids.g.vary.jobs[*].wrters",
+            "no key",
+        ),
+        (
+            ('when = "jobs[0].writers > 2"', 'when = "open(1)"'),
+            "grids.g.expect[0].when",
+            "unsupported",
+        ),
+        (('description = "one', 'descripton = "one'), "suites.mine.descripton", "unknown key"),
+    ],
+)
+def test_bad_suites_file_is_one_line_naming_the_key(tmp_path, change, key, fragment):
+    path = write(tmp_path, GOOD.replace(*change))
+    with pytest.raises(ScenarioError) as error:
+        load_suites(path)
+    text = str(error.value)
+    assert "\n" not in text
+    assert key in text and fragment in text
+
+
+def test_any_of_needs_invariants_and_they_must_exist(tmp_path):
+    text = GOOD.replace('expect = "none"', 'expect = "any-of"\nviolations = ["slicng"]')
+    with pytest.raises(ScenarioError, match="unknown invariant"):
+        load_suites(write(tmp_path, text))
+    text = GOOD.replace('expect = "none"', 'expect = "any-of"')
+    with pytest.raises(ScenarioError, match="needs its invariants"):
+        load_suites(write(tmp_path, text))
+
+
+def test_unknown_suite_lists_the_suites():
+    with pytest.raises(ScenarioError) as error:
+        BOOK.suite("nightly")
+    assert "unknown suite 'nightly'" in str(error.value)
+    assert "smoke" in str(error.value) and "full" in str(error.value)
+
+
+def test_files_suite_refuses_two_files_with_one_name(tmp_path):
+    source = catalog_files()["async_baseline"]
+    copy = tmp_path / "copy.toml"
+    copy.write_text(source.read_text())
+    with pytest.raises(ScenarioError, match="also the name of"):
+        files_suite([source, copy])
+    suite = files_suite([source])
+    assert suite.scenarios[0].expectation == Expectation("exact", ())
+    assert suite.scenarios[0].scenario == load_scenario(source)
+
+
+def test_suites_file_is_package_data():
+    assert SUITES_FILE.is_file()
+    text = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    assert '"suites.toml"' in text
