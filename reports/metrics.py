@@ -25,6 +25,9 @@ JOB_COUNTERS = (
     "checkpoints_failed",
     "compactions",
     "rollbacks",
+    "commits_aborted",
+    "records_aborted",
+    "retries",
 )
 _JOB_EVENT_COUNTERS = {  # (f, type) of a history event -> the job counter it increments
     ("failover", "info"): "failovers",
@@ -32,6 +35,8 @@ _JOB_EVENT_COUNTERS = {  # (f, type) of a history event -> the job counter it in
     ("checkpoint", "fail"): "checkpoints_failed",
     ("compaction", "ok"): "compactions",
     ("rollback", "ok"): "rollbacks",
+    ("abort", "info"): "commits_aborted",
+    ("retry", "info"): "retries",
 }
 
 
@@ -100,6 +105,8 @@ def compute_metrics(events: Sequence[Event]) -> dict[str, object]:
                 latencies.setdefault(job, []).append(e.time - flushed)
         elif (e.f, e.type) in _JOB_EVENT_COUNTERS:
             counts[_JOB_EVENT_COUNTERS[e.f, e.type]] += 1
+            if e.f == "abort":  # OCC: the aborted instant's rows were written for nothing
+                counts["records_aborted"] += int(e.value["records"])
     job_metrics: dict[str, dict[str, object]] = {}
     for job, counts in jobs.items():
         values: dict[str, object] = {name: counts[name] for name in JOB_COUNTERS}

@@ -638,7 +638,9 @@ def _check_replay(path: Path, expected: Outcome) -> None:
 
 
 def replay_command(path: Path) -> str:
-    return shlex.join(["testbed", "run", str(path)])
+    """``testbed run <counterexample>`` with the file's absolute path (symlinks resolved), so
+    the printed command works from any directory, as ``testbed sweep``'s do."""
+    return shlex.join(["testbed", "run", str(path.resolve())])
 
 
 def summarize(

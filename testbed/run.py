@@ -51,8 +51,11 @@ def verdicts_match(verdicts: dict[str, Verdict], expected: tuple[str, ...]) -> b
 
 
 def replay_command(source: Path, scenario: Scenario, out: Path) -> str:
-    parts = ["testbed", "run", str(source), "--seed", str(scenario.scenario.seed)]
-    parts += ["--storage", scenario.table.storage, "--out", str(out)]
+    """The command that repeats the run: the scenario file and the run folder as absolute paths
+    (symlinks resolved, as ``testbed sweep`` and ``testbed explore`` print them), so it works
+    from any directory; the seed and storage as used, whatever the file says."""
+    parts = ["testbed", "run", str(source.resolve()), "--seed", str(scenario.scenario.seed)]
+    parts += ["--storage", scenario.table.storage, "--out", str(out.resolve())]
     return shlex.join(parts)
 
 

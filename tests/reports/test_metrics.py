@@ -65,6 +65,11 @@ def metrics() -> dict:
     h.add(26_000, "job0/compactor", "invoke", "compaction", {"instant": "C"})
     h.add(27_000, "job0/compactor", "ok", "compaction", {"instant": "C"})
     h.add(28_000, "job1", "info", "failover", {"epoch": 1})
+    # OCC: J1 aborted and retried as J2, which aborted too (the job then fails over)
+    abort = {"conflict_with": "I2", "file_groups": 1, "files": 2}
+    h.add(28_500, "job1/coordinator", "info", "abort", {"instant": "J1", "records": 30} | abort)
+    h.add(28_600, "job1/coordinator", "info", "retry", {"instant": "J2", "retry_of": "J1"})
+    h.add(29_000, "job1/coordinator", "info", "abort", {"instant": "J2", "records": 25} | abort)
     h.add(30_000, "world", "info", "end", {"drained": True})
     return compute_metrics(h.events) | {"_count": len(h.events)}
 
@@ -107,10 +112,18 @@ def test_per_job_counts(metrics):
         "checkpoints_failed": 1,
         "compactions": 1,
         "rollbacks": 1,
+        "commits_aborted": 0,
+        "records_aborted": 0,
+        "retries": 0,
     }
     assert sorted(metrics["jobs"]) == ["job0", "job1"]
     assert metrics["jobs"]["job1"]["failovers"] == 1
     assert metrics["jobs"]["job1"]["commits"] == 0
+
+
+def test_occ_aborts_wasted_records_and_retries_per_job(metrics):
+    job1 = metrics["jobs"]["job1"]
+    assert (job1["commits_aborted"], job1["records_aborted"], job1["retries"]) == (2, 55, 1)
 
 
 def test_commit_latency_is_flush_to_commit_by_nearest_rank(metrics):
@@ -224,3 +237,43 @@ writer_crash_per_hour = 2000
     metrics = compute_metrics(events)
     assert metrics["jobs"][name]["failovers"] == failovers
     assert set(metrics["faults"]) == {"crash"}
+
+
+def _catalog_run(name: str, duration_s: float) -> list[Event]:
+    import tomllib
+
+    from scenarios import catalog_dir
+    from scenarios.schema import scenario_from_dict
+    from sim.world import World
+
+    data = tomllib.loads((catalog_dir() / f"{name}.toml").read_text())
+    data["scenario"]["duration_s"] = duration_s
+    return World(scenario_from_dict(data, name)).run().history.events
+
+
+def test_occ_contention_counts_its_aborts_and_retries():
+    """Every abort is an ``abort`` event of the job's coordinator, each retry a ``retry`` event
+    naming the aborted instant; the metrics add them up per job."""
+    events = _catalog_run("occ_contention", 30)
+    jobs = compute_metrics(events)["jobs"]
+    aborts = [e for e in events if e.f == "abort"]
+    assert aborts, "the contended scenario aborted nothing"
+    for name, job in jobs.items():
+        mine = [e for e in aborts if e.process == f"{name}/coordinator"]
+        retries = [e for e in events if e.f == "retry" and e.process == f"{name}/coordinator"]
+        assert job["commits_aborted"] == len(mine)
+        assert job["records_aborted"] == sum(e.value["records"] for e in mine)
+        assert job["retries"] == len(retries)
+        assert {e.value["retry_of"] for e in retries} <= {e.value["instant"] for e in mine}
+    assert sum(job["commits_aborted"] for job in jobs.values()) > 0
+    assert all(e.value["records"] > 0 for e in aborts)  # the wasted work was real
+    committed = {e.value["instant"] for e in events if e.f == "commit" and e.type == "ok"}
+    assert not committed & {e.value["instant"] for e in aborts}  # an aborted instant stays so
+
+
+def test_nbcc_two_jobs_aborts_nothing():
+    jobs = compute_metrics(_catalog_run("nbcc_two_jobs", 30))["jobs"]
+    assert len(jobs) == 2
+    for job in jobs.values():
+        assert (job["commits_aborted"], job["records_aborted"], job["retries"]) == (0, 0, 0)
+        assert job["commits"] > 0

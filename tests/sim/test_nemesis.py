@@ -289,3 +289,31 @@ def test_at_ms_rounds_to_whole_milliseconds(at_s):
         )
     ).faults.schedule
     assert at_ms(schedule[0]) == round(at_s * 1000)
+
+
+def test_a_zero_clock_jump_bound_turns_random_jumps_off():
+    assert faults_of(run(clock_jump_per_hour=1800, clock_jump_ms=0), "clock_jump") == []
+
+
+@pytest.mark.parametrize("kind", ["lose_ack", "duplicate_ack", "delay_ack"])
+def test_ack_entries_do_not_move_random_clock_jumps_or_duplicates(kind):
+    """The random clock steps and duplicated notifications draw from their own named streams
+    (``nemesis/clock_jump``, the notify channel's), and a notification the schedule loses or
+    duplicates still takes its one set of channel draws, so an ACK entry moves no random fault.
+    (Regression: a scheduled loss skipped the channel, shifting every later draw by one.)"""
+
+    def random(outcome: RunOutcome, f: str) -> list[tuple[int, Any]]:
+        return [
+            (e.time, e.value.get("delta_ms", e.value.get("channel")))
+            for e in faults_of(outcome, f)
+            if "schedule" not in e.value
+        ]
+
+    rates = {"clock_jump_per_hour": 1800, "clock_jump_ms": 150, "ack_duplicate": 0.5}
+    options = {"delay_ms": 5} if kind == "delay_ack" else {}
+    plain = run(**rates)
+    scheduled = run((entry(0, kind, checkpoint=2, **options),), **rates)
+    assert [e.value["schedule"] for e in faults_of(scheduled) if "schedule" in e.value] == [0]
+    for f in ("clock_jump", "duplicate"):
+        assert len(random(plain, f)) >= 2, f"too few random {f} events to compare"
+        assert random(scheduled, f) == random(plain, f)
