@@ -15,6 +15,8 @@ first, since it is not in the catalog). The runs go to a pool of ``os.cpu_count(
 each worker is replaced after a few runs, which bounds the memory a long sweep holds.
 
 ``slow``: ``CATALOG_SWEEP_SEEDS=200 pytest -m slow tests/scenarios/test_catalog_sweep.py``.
+One seed of the whole catalog costs about 85 s of CPU (base_instant_slicing's twin alone 15 s);
+20 seeds (22 cases, 440 runs) took 25 CPU minutes on a 2-core machine and found no violation.
 """
 
 from __future__ import annotations
