@@ -155,9 +155,9 @@ def _shaped(rows: pa.Table, schema: pa.Schema, partition: str, file_id: str) -> 
     columns = []
     for field in schema:
         if field.name == PARTITION_PATH:
-            columns.append(pa.array([partition] * n, pa.string()))
+            columns.append(pa.repeat(pa.scalar(partition, pa.string()), n))
         elif field.name == FILE_ID:
-            columns.append(pa.array([file_id] * n, pa.string()))
+            columns.append(pa.repeat(pa.scalar(file_id, pa.string()), n))
         elif field.name in rows.column_names:
             columns.append(rows.column(field.name).cast(field.type))
         else:  # a column group no stream wrote into this slice

@@ -45,9 +45,13 @@ def percentile(values: Sequence[int], p: float) -> int | None:
     if not values:
         return None
     ordered = sorted(values)
+    return int(ordered[nearest_rank(len(ordered), p) - 1])
+
+
+def nearest_rank(count: int, p: float) -> int:
+    """The 1-based rank of the ``p``-th percentile among ``count`` sorted values."""
     # Exact rational arithmetic: 1000 * 16.1 must give rank 161, not 162 by a float rounding.
-    rank = max(1, math.ceil(len(ordered) * Fraction(str(p)) / 100))
-    return int(ordered[rank - 1])
+    return max(1, math.ceil(count * Fraction(str(p)) / 100))
 
 
 def _job_of(process: str) -> str:

@@ -181,7 +181,9 @@ def read(path: str, as_of: str | None, out: str | None) -> None:
         import pyarrow.parquet as pq
 
         target = Path(out)
-        tmp = target.with_name(target.name + ".partial")
+        from testbed.atomic import staging_path
+
+        tmp = staging_path(target)
         pq.write_table(rows, tmp)
         tmp.replace(target)  # never leave a half-written file behind
         click.echo(f"{rows.num_rows} rows -> {out}", err=True)
@@ -272,29 +274,40 @@ def run(
     sys.exit(0 if outcome.ok else 1)
 
 
-class _ProgressBar:
-    """A rich progress bar over simulated time (to stderr, so stdout stays parseable)."""
+class _StderrBar:
+    """A live rich progress line on stderr (stdout stays parseable): ``label``, a bar, then
+    ``columns``, then the elapsed time; gone when closed."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, label: str, *columns, total: float | None) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.progress = Progress(
-            TextColumn(f"simulating {name}"),
+            TextColumn(label),
             BarColumn(),
-            TextColumn("{task.completed:.0f}/{task.total:.0f} s simulated"),
+            *columns,
             TimeElapsedColumn(),
             console=Console(stderr=True),
             transient=True,
         )
-        self.task = self.progress.add_task("run", total=1)
+        self.task = self.progress.add_task("", total=total)
         self.progress.start()
-
-    def update(self, now_ms: int, end_ms: int) -> None:
-        self.progress.update(self.task, completed=now_ms / 1000, total=end_ms / 1000)
 
     def close(self) -> None:
         self.progress.stop()
+
+
+class _ProgressBar(_StderrBar):
+    """Simulated time of one run."""
+
+    def __init__(self, name: str) -> None:
+        from rich.progress import TextColumn
+
+        text = TextColumn("{task.completed:.0f}/{task.total:.0f} s simulated")
+        super().__init__(f"simulating {name}", text, total=1)
+
+    def update(self, now_ms: int, end_ms: int) -> None:
+        self.progress.update(self.task, completed=now_ms / 1000, total=end_ms / 1000)
 
 
 def _print_run_summary(outcome) -> None:
@@ -329,17 +342,20 @@ def _print_run_summary(outcome) -> None:
 EXIT_INTERRUPTED = 130
 
 
-def _seed_range(value: str) -> tuple[int, int]:
+def _seed_range(
+    value: str, option: str = "--seed-range", *, single: bool = True
+) -> tuple[int, int]:
+    """``LOW:HIGH`` (both included) or, with ``single``, one seed ``N``; else a one-line error."""
     low, sep, high = value.partition(":")
+    if not sep and single:
+        low = high = value
     try:
-        bounds = (int(low), int(high)) if sep else (int(value), int(value))
+        bounds = (int(low), int(high))  # no ":" and not single: high is "", an error
     except ValueError:
         bounds = (-1, -1)
     if not 0 <= bounds[0] <= bounds[1]:
-        raise UserError(
-            f"--seed-range: {value!r} is not a range (allowed: LOW:HIGH with 0 <= LOW <= HIGH, "
-            "or one seed N)"
-        )
+        allowed = "LOW:HIGH with 0 <= LOW <= HIGH" + (", or one seed N" if single else "")
+        raise UserError(f"{option}: {value!r} is not a range (allowed: {allowed})")
     return bounds
 
 
@@ -445,23 +461,13 @@ def explore(
     sys.exit(1 if result.unexpected else 0)
 
 
-class _ExploreStatus:
-    """One live line on stderr: examples tried, runs, the best failure so far."""
+class _ExploreStatus(_StderrBar):
+    """Examples tried, runs, the best failure so far."""
 
     def __init__(self, name: str, examples: int) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import TextColumn
 
-        self.progress = Progress(
-            TextColumn(f"exploring {name}"),
-            BarColumn(),
-            TextColumn("{task.description}"),
-            TimeElapsedColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        self.task = self.progress.add_task("", total=examples)
-        self.progress.start()
+        super().__init__(f"exploring {name}", TextColumn("{task.description}"), total=examples)
 
     def update(self, state) -> None:
         if state.best is None:
@@ -474,9 +480,6 @@ class _ExploreStatus:
                 + ", ".join(state.best_violated or ("error",))
             )
         self.progress.update(self.task, completed=state.examples, description=text)
-
-    def close(self) -> None:
-        self.progress.stop()
 
 
 @main.command()
@@ -582,17 +585,6 @@ def suite(
     sys.exit(outcome.exit_code)
 
 
-def _sweep_seeds(value: str) -> tuple[int, int]:
-    low, sep, high = value.partition(":")
-    try:
-        bounds = (int(low), int(high)) if sep else (-1, -1)
-    except ValueError:
-        bounds = (-1, -1)
-    if not 0 <= bounds[0] <= bounds[1]:
-        raise UserError(f"--seeds: {value!r} is not a range (allowed: A:B with 0 <= A <= B)")
-    return bounds
-
-
 @main.command()
 @click.argument("scenario_file", metavar="SCENARIO.toml", type=click.Path(dir_okay=False))
 @click.option("--seeds", "seeds", required=True, help="Seeds A:B to run, both included.")
@@ -642,7 +634,7 @@ def sweep(
     source = Path(scenario_file)
     if not source.is_file():
         raise UserError(f"{scenario_file}: no such file")
-    bounds = _sweep_seeds(seeds)
+    bounds = _seed_range(seeds, "--seeds", single=False)
     if no_spark and (master or conf):
         raise UserError("--no-spark runs without Spark: drop --master/--conf, or drop --no-spark")
     try:
@@ -768,36 +760,16 @@ def _sweep_on_spark(scenario, source, bounds, target, options, engine, bar):
         )
 
 
-class _CountBar:
-    """A rich progress bar over a count (to stderr, so stdout stays parseable)."""
+class _CountBar(_StderrBar):
+    """Things done out of a total (seeds, runs)."""
 
     def __init__(self, text: str, unit: str) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
+        from rich.progress import MofNCompleteColumn, TextColumn
 
-        self.progress = Progress(
-            TextColumn(text),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn(unit),
-            TimeElapsedColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        self.task = self.progress.add_task("count", total=None)
-        self.progress.start()
+        super().__init__(text, MofNCompleteColumn(), TextColumn(unit), total=None)
 
     def update(self, done: int, total: int) -> None:
         self.progress.update(self.task, completed=done, total=total)
-
-    def close(self) -> None:
-        self.progress.stop()
 
 
 def _print_sweep_summary(summary: dict, target: Path) -> None:

@@ -11,7 +11,6 @@ table (no wall clock in the models, ever).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,6 +19,7 @@ from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.storage import LocalStorage
 from models.truetime import make_time_generator
 from models.writer import TableWriter, create_table
+from testbed.atomic import staged_folder
 
 DEMO_START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 PARTITION = "city=sf"
@@ -28,16 +28,18 @@ FILE_ID = "5f3b1c2e-0000-4000-8000-000000000001-0"
 
 def write_demo_table(target: Path) -> Path:
     """Write the demo table into ``target`` (replaced if it exists) and return it."""
-    if target.exists():
-        shutil.rmtree(target)
-    staging = target.with_name(target.name + ".partial")
-    if staging.exists():
-        shutil.rmtree(staging)
+    with staged_folder(target) as staging:
+        _write(staging)
+    return target
+
+
+def _write(root: Path) -> None:
+    """The demo's commits, written into ``root``."""
     world = FakeWorld(DEMO_START_MS)
     clock = FakeClock(world)
     generator = make_time_generator("truetime", clock=clock, lock=LocalLock("demo"))
     table = create_table(
-        LocalStorage(staging),
+        LocalStorage(root),
         name="demo_trips",
         record_key_field="uuid",
         ordering_field="ts",
@@ -70,6 +72,3 @@ def write_demo_table(target: Path) -> Path:
     run(writer.commit(d2, [stat_d2]), clock)  # completes after the compaction's requested time
     assert compaction is not None
     run(writer.run_compaction(compaction), clock)
-
-    staging.rename(target)
-    return target

@@ -26,7 +26,6 @@ import contextlib
 import json
 import math
 import shlex
-import shutil
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -38,11 +37,11 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.internal.conjecture import engine as hypothesis_engine
 
-from invariants.checks import CHECKERS, check_all
-from models.table import HudiTable
+from invariants.checks import CHECKERS
 from scenarios.schema import Scenario, fault_targets, load_scenario, resolved_toml
 from scenarios.schema import scenario_from_dict as validate_scenario
-from sim.world import World
+from testbed.atomic import staged_folder
+from testbed.run import simulate_and_check
 
 RANDOM_RATES = (
     "ack_loss",
@@ -334,9 +333,8 @@ class Outcome:
 
 def run_candidate(scenario: Scenario) -> Outcome:
     """Simulate ``scenario`` in memory and check it, as ``testbed run`` does."""
-    result = World(scenario).run()
+    result, verdicts = simulate_and_check(scenario)
     events = result.history.events
-    verdicts = check_all(events, HudiTable(result.storage))
     fired = tuple(
         (e.value["schedule"], e.index, e.time, e.f)
         for e in events
@@ -606,12 +604,8 @@ def write_result(result: ExploreResult, out: Path, *, seed: int) -> Path | None:
     The counterexample is replayed from the written file before anything is kept: a file that
     did not reproduce its run would be a testbed bug, raised as RuntimeError.
     """
-    staging = out.with_name(out.name + ".partial")
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir(parents=True)
-    try:
-        path = None
+    path = None
+    with staged_folder(out) as staging:
         if result.scenario is not None and result.outcome is not None:
             (staging / "counterexample.toml").write_text(resolved_toml(result.scenario))
             if not result.outcome.error:
@@ -619,12 +613,6 @@ def write_result(result: ExploreResult, out: Path, *, seed: int) -> Path | None:
             path = out / "counterexample.toml"
         summary = summarize(result, seed=seed, counterexample=path)
         (staging / "explore.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return path
 
 

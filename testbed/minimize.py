@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +46,7 @@ from typing import Any
 from invariants.checks import CHECKERS
 from models.history import Event
 from scenarios.schema import Scenario, load_scenario, resolved_toml, scenario_from_dict
+from testbed.atomic import write_text_atomic
 from testbed.explore import (
     RANDOM_RATES,
     Candidate,
@@ -392,7 +392,7 @@ def _write(search: _Search, best: _Point, outcome: Outcome, run_dir: Path) -> Mi
     )
     path = run_dir / "counterexample.toml"
     kept_rates = {rate: getattr(search.scenario.faults, rate) for rate in best.kept}
-    _atomic_write(path, resolved_toml(counterexample))
+    write_text_atomic(path, resolved_toml(counterexample))
     again = search.run(load_scenario(path))
     if (again.digest, again.violated) != (outcome.digest, outcome.violated):
         path.unlink()
@@ -412,7 +412,7 @@ def _write(search: _Search, best: _Point, outcome: Outcome, run_dir: Path) -> Mi
         "from_duration_s": search.scenario.scenario.duration_s,
         "from_seed": search.scenario.scenario.seed,
     }
-    _atomic_write(
+    write_text_atomic(
         run_dir / "counterexample.json", json.dumps(record, indent=2, sort_keys=True) + "\n"
     )
     lines = explain(result)
@@ -428,14 +428,8 @@ def _write(search: _Search, best: _Point, outcome: Outcome, run_dir: Path) -> Mi
         *lines,
         f"replay: {replay_command(path)}",
     ]
-    _atomic_write(run_dir / "counterexample.txt", "\n".join(lines) + "\n")
+    write_text_atomic(run_dir / "counterexample.txt", "\n".join(lines) + "\n")
     return Minimized(path, best.candidate, kept_rates, outcome, search.runs, search.budget_spent)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    staging = path.with_name(path.name + ".partial")
-    staging.write_text(text)
-    os.replace(staging, path)
 
 
 __all__ = [

@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from invariants.checks import check_all
 from invariants.verdict import Verdict
 from models.table import HudiTable
 from reports.metrics import compute_metrics
 from scenarios.schema import Scenario, resolved_toml
-from sim.world import World
+from sim.world import RunOutcome, World
+from testbed.atomic import staged_folder
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,37 @@ def replay_command(source: Path, scenario: Scenario, out: Path) -> str:
     return shlex.join(parts)
 
 
+def simulate_and_check(
+    scenario: Scenario,
+    *,
+    table_root: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[RunOutcome, dict[str, Verdict]]:
+    """Simulate ``scenario`` and run every checker on its history and table (``testbed run``,
+    ``explore`` and ``sweep`` all judge a run this one way)."""
+    outcome = World(scenario, table_root=table_root).run(progress)
+    # Checkers read with the real rules, whatever variant wrote the table.
+    return outcome, check_all(outcome.history.events, HudiTable(outcome.storage))
+
+
+def result_json(
+    scenario: Scenario, outcome: RunOutcome, verdicts: dict[str, Verdict]
+) -> dict[str, Any]:
+    """The run's ``result.json`` (a public contract: fields are only ever added)."""
+    expected = scenario.expect.violations
+    return {
+        "scenario": scenario.scenario.name,
+        "seed": scenario.scenario.seed,
+        "digest": outcome.history.digest(),
+        "ok": verdicts_match(verdicts, expected),
+        "expected_violations": list(expected),
+        "unchecked_expectations": [n for n in expected if n not in verdicts],
+        "drained": outcome.drained,
+        "invariants": {name: verdicts[name].to_json() for name in sorted(verdicts)},
+        "metrics": compute_metrics(outcome.history.events),
+    }
+
+
 def run_scenario(
     scenario: Scenario,
     source: Path,
@@ -67,37 +99,13 @@ def run_scenario(
     progress: Callable[[int, int], None] | None = None,
 ) -> RunResult:
     """Simulate ``scenario`` (read from ``source``) and write the run folder ``out``."""
-    staging = out.with_name(out.name + ".partial")
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir(parents=True)
-    try:
+    with staged_folder(out) as staging:
         table_root = staging / "table" if scenario.table.storage == "local" else None
         if table_root is not None:
             table_root.mkdir()
-        outcome = World(scenario, table_root=table_root).run(progress)
-        events = outcome.history.events
-        # Checkers read with the real rules, whatever variant wrote the table.
-        verdicts = check_all(events, HudiTable(outcome.storage))
-        expected = scenario.expect.violations
-        result: dict[str, object] = {
-            "scenario": scenario.scenario.name,
-            "seed": scenario.scenario.seed,
-            "digest": outcome.history.digest(),
-            "ok": verdicts_match(verdicts, expected),
-            "expected_violations": list(expected),
-            "unchecked_expectations": [n for n in expected if n not in verdicts],
-            "drained": outcome.drained,
-            "invariants": {name: verdicts[name].to_json() for name in sorted(verdicts)},
-            "metrics": compute_metrics(events),
-        }
+        outcome, verdicts = simulate_and_check(scenario, table_root=table_root, progress=progress)
+        result = result_json(scenario, outcome, verdicts)
         (staging / "scenario.toml").write_text(resolved_toml(scenario))
         (staging / "history.jsonl").write_bytes(outcome.history.jsonl_bytes())
         (staging / "result.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return RunResult(out, result, replay_command(source, scenario, out))

@@ -48,6 +48,7 @@ from typing import Any
 
 from scenarios.schema import Scenario, ScenarioError, resolved_toml, scenario_from_dict
 from scenarios.suites import Expectation, Suite, SuiteBook, files_suite, load_suites
+from testbed.atomic import staging_path, write_text_atomic
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 FILES_SUITE = "files"
@@ -129,7 +130,7 @@ def plan_runs(
         if source is None:
             source = out / "scenarios" / f"{entry.name}.toml"
             source.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(source, resolved_toml(entry.scenario))
+            write_text_atomic(source, resolved_toml(entry.scenario))
         own = entry.scenario.scenario.seed
         for seed in range(own, own + (seeds or 1)):
             scenario = entry.scenario
@@ -321,7 +322,7 @@ def _run_in_pool(
     except KeyboardInterrupt:
         _stop(executor)
         for task in pending.values():
-            shutil.rmtree(task.run_dir.with_name(task.run_dir.name + ".partial"), True)
+            shutil.rmtree(staging_path(task.run_dir), ignore_errors=True)
         raise
     executor.shutdown(wait=True)
 
@@ -423,7 +424,7 @@ def write_summary(out: Path, summary: dict[str, Any]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    _atomic_write(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    write_text_atomic(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     rows = [flat_row(row) for row in summary["runs"]]
     columns: dict[str, None] = {}
     for row in rows:
@@ -447,15 +448,9 @@ def write_summary(out: Path, summary: dict[str, Any]) -> None:
         columns = dict.fromkeys(fixed)
     schema = pa.schema([(name, fixed.get(name, pa.int64())) for name in columns])
     table = pa.table({name: [row.get(name) for row in rows] for name in columns}, schema=schema)
-    staging = out / "summary.parquet.partial"
+    staging = staging_path(out / "summary.parquet")
     pq.write_table(table, staging)
     os.replace(staging, out / "summary.parquet")
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    staging = path.with_name(path.name + ".partial")
-    staging.write_text(text)
-    os.replace(staging, path)
 
 
 # --- what the command prints ---------------------------------------------------------------------

@@ -3,7 +3,7 @@
 Each seed is a whole in-memory simulation plus every checker, run inside one task; only a flat row
 comes back (verdicts, the digest, key metrics). Rows are written in chunks to
 ``sweep.parquet/part-NNNNN.parquet`` as each chunk of seeds finishes, so Ctrl-C or a lost cluster
-keeps every finished chunk; ``summary.json`` is rewritten after each chunk from what is on disk.
+keeps every finished chunk; ``summary.json`` is rewritten (atomically) after each chunk.
 
 The engine never changes a verdict: a seed's simulation depends on the scenario and the seed only,
 so ``--master local[1]``, ``local[2]``, a cluster and ``--no-spark`` give the same rows (only
@@ -26,12 +26,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from invariants.checks import check_all
-from models.table import HudiTable
-from reports.metrics import compute_metrics
+from reports.metrics import nearest_rank
 from scenarios.schema import Scenario, parse_scenario
-from sim.world import World
-from testbed.run import verdicts_match
+from testbed.atomic import write_text_atomic
+from testbed.run import result_json, simulate_and_check
 
 CHUNK_SEEDS = 256
 """Seeds per Spark job (and per parquet part): large enough to keep executors busy, small enough
@@ -97,22 +95,18 @@ def evaluate_seed(task: SeedTask) -> dict[str, Any]:
         "expected_violations": list(scenario.expect.violations),
     }
     try:
-        outcome = World(scenario).run()
-        events = outcome.history.events
-        verdicts = check_all(events, HudiTable(outcome.storage))
-        metrics = compute_metrics(events)
+        outcome, verdicts = simulate_and_check(scenario)
+        result = result_json(scenario, outcome, verdicts)
     except Exception as error:  # the sweep goes on; the seed replays the crash
         last = traceback.format_exception_only(error)[-1].strip()
         return _row(row | {"ok": False, "violated": [], "error": last}, started)
+    metrics = result["metrics"]
     jobs = metrics["jobs"].values()
     latencies = [j["commit_latency_ms"]["p99"] for j in jobs if j["commit_latency_ms"]["p99"]]
     violated = sorted(name for name, verdict in verdicts.items() if not verdict.ok)
-    row |= {
-        "ok": verdicts_match(verdicts, scenario.expect.violations),
+    row |= {name: result[name] for name in ("ok", "drained", "digest")} | {
         "violated": violated,
         "error": None,
-        "drained": outcome.drained,
-        "digest": outcome.history.digest(),
         "events": metrics["events"],
         "sim_end_ms": metrics["sim_end_ms"],
         "commits": sum(j["commits"] for j in jobs),
@@ -182,38 +176,40 @@ def run_sweep(
     of the finished chunks is written (``"interrupted": true``).
     """
     first, last = seeds
-    text = scenario_text(source)
+    text = source.read_text(encoding="utf-8")
     if out.exists():
         shutil.rmtree(out)
     parts = out / "sweep.parquet"
     parts.mkdir(parents=True)
     total = last - first + 1
-    finished = 0
-    interrupted = False
+    done_rows: list[pa.Table] = []  # the finished chunks, as written
+
+    def save_summary(*, interrupted: bool) -> dict[str, Any]:
+        rows = pa.concat_tables(done_rows) if done_rows else ROW_SCHEMA.empty_table()
+        summary = summarize(rows, scenario, source, seeds, engine, interrupted=interrupted)
+        write_text_atomic(
+            out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n"
+        )
+        return summary
+
+    summary = save_summary(interrupted=False)
     try:
         for index, seed_range in enumerate(chunks(first, last, chunk_seeds)):
             tasks = [SeedTask(text, str(source), seed) for seed in seed_range]
+            finished = sum(t.num_rows for t in done_rows)
 
             def chunk_progress(done: int, of: int, base: int = finished, size: int = len(tasks)):
                 if on_progress is not None:
                     on_progress(base + math.floor(size * done / max(of, 1)), total)
 
-            rows = runner(tasks, chunk_progress)
-            pq.write_table(
-                pa.Table.from_pylist(rows, schema=ROW_SCHEMA), parts / f"part-{index:05d}.parquet"
-            )
-            finished += len(tasks)
-            write_summary(out, scenario, source, seeds, engine, interrupted=False)
+            chunk = pa.Table.from_pylist(runner(tasks, chunk_progress), schema=ROW_SCHEMA)
+            pq.write_table(chunk, parts / f"part-{index:05d}.parquet")
+            done_rows.append(chunk)
+            summary = save_summary(interrupted=False)
     except KeyboardInterrupt:
-        interrupted = True
+        save_summary(interrupted=True)
         raise
-    finally:
-        summary = write_summary(out, scenario, source, seeds, engine, interrupted=interrupted)
     return SweepResult(out, summary)
-
-
-def scenario_text(source: Path) -> str:
-    return source.read_text(encoding="utf-8")
 
 
 def read_rows(out: Path) -> pa.Table:
@@ -232,14 +228,10 @@ def distribution(values: list[float]) -> dict[str, float | None]:
     if not values:
         return {"min": None, "p50": None, "p90": None, "max": None, "mean": None}
     ordered = sorted(values)
-
-    def rank(p: int) -> float:
-        return ordered[max(1, math.ceil(len(ordered) * p / 100)) - 1]
-
     return {
         "min": ordered[0],
-        "p50": rank(50),
-        "p90": rank(90),
+        "p50": ordered[nearest_rank(len(ordered), 50) - 1],
+        "p90": ordered[nearest_rank(len(ordered), 90) - 1],
         "max": ordered[-1],
         "mean": round(sum(ordered) / len(ordered), 3),
     }
@@ -288,19 +280,3 @@ def summarize(
             for name in METRIC_COLUMNS
         },
     }
-
-
-def write_summary(
-    out: Path,
-    scenario: Scenario,
-    source: Path,
-    seeds: tuple[int, int],
-    engine: str,
-    *,
-    interrupted: bool,
-) -> dict[str, Any]:
-    summary = summarize(read_rows(out), scenario, source, seeds, engine, interrupted=interrupted)
-    staging = out / "summary.json.partial"
-    staging.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    staging.replace(out / "summary.json")
-    return summary

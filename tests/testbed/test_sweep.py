@@ -129,7 +129,7 @@ def test_a_crashing_seed_becomes_an_error_row(small, tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(sweep, "check_all", broken)
+    monkeypatch.setattr(sweep, "simulate_and_check", broken)
     run_sweep(load_scenario(small), small, (1, 1), tmp_path / "out", run_here, engine="none")
     (row,) = read_rows(tmp_path / "out").to_pylist()
     assert row["error"] == "RuntimeError: boom" and not row["ok"]
