@@ -21,7 +21,8 @@ import simpy
 from sim.rng import Rng
 
 FaultHook = Callable[[str, dict[str, Any]], None]
-"""``on_fault(kind, details)``: called for each injected fault (``"drop"``, ``"duplicate"``)."""
+"""``on_fault(kind, details)``: called for each injected fault (``"drop"``, ``"duplicate"``)
+with :func:`describe_fault`'s details."""
 
 _DESCRIBE_BY_REPR = (str, int, float, bool, type(None))
 _MAX_DESCRIPTION_CHARS = 80
@@ -39,6 +40,19 @@ def describe_message(message: Any) -> str:
             text = text[: _MAX_DESCRIPTION_CHARS - 3] + "..."
         return text
     return message.__class__.__name__
+
+
+def describe_fault(channel: str, message: Any) -> dict[str, Any]:
+    """What a fault event says about the message it hit: the channel, the message
+    (:func:`describe_message`) and, for a message about one checkpoint (it has an int
+    ``checkpoint_id``: a checkpoint-complete notification, a task's ACK...), that
+    ``checkpoint``, so the history says *which* checkpoint's ACK was lost or duplicated, as the
+    nemesis' scheduled ACK faults do (``sim/nemesis.py``)."""
+    value: dict[str, Any] = {"channel": channel, "message": describe_message(message)}
+    checkpoint = getattr(message, "checkpoint_id", None)
+    if type(checkpoint) is int:
+        value["checkpoint"] = checkpoint
+    return value
 
 
 @dataclass(eq=False)
@@ -108,7 +122,7 @@ class Channel:
 
     def _fault(self, kind: str, message: Any) -> None:
         if self.on_fault is not None:
-            self.on_fault(kind, {"channel": self.name, "message": describe_message(message)})
+            self.on_fault(kind, describe_fault(self.name, message))
 
     def send(
         self, message: Any, deliver: Callable[[Any], None], *, extra_delay_ms: int = 0

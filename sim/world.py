@@ -7,8 +7,10 @@ onto a fixed epoch, so instant times look like real Hudi times and the same seed
 the same ones.
 
 A run has two phases. Until ``duration_s`` the sources emit and the faults of ``[faults]`` fire.
-Then the *drain*: faults stop, sources stop, checkpoints continue until every job has committed
-everything it emitted (or ``drain_timeout_s`` passes, which is a liveness failure). Ending on a
+Then the *drain*: faults stop, the input ends at the highest offset each source emitted (a job
+restored to an earlier checkpoint replays up to there, as Flink does at the end of a bounded
+input: ``Job.drain``), checkpoints continue until every job has committed everything it emitted
+(or ``drain_timeout_s`` passes, which is a liveness failure). Ending on a
 drained table is what lets the final snapshot be compared with the ledger: every emitted record
 must be in it exactly as the merge rule says.
 
@@ -66,7 +68,6 @@ class World:
         self.rng = Rng(self.seed)
         self.history = HistoryRecorder(lambda: int(self.env.now))
         self.draining = False
-        self.source_stopped = False
         inner: Storage
         if scenario.table.storage == "local":
             if table_root is None:
@@ -237,7 +238,6 @@ class World:
     def _end_of_faults(self) -> Generator[Any, Any, None]:
         yield self.env.timeout(int(self.scenario.scenario.duration_s * 1000))
         self.draining = True
-        self.source_stopped = True
         self.storage.failures_enabled = False
         for job in self.jobs:
             job.drain()

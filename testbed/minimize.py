@@ -6,28 +6,40 @@ a poor thing to put in front of a design review. This module turns that very run
 smallest scenario that still shows an expected violation, without a blind search (``testbed
 explore`` searches from the rates; here the caught run already says which faults happened):
 
-1. the random faults that fired (``drop`` and ``duplicate`` of a checkpoint notification,
-   ``checkpoint_failure``, ``crash``, ``clock_jump``, a one-job ``storage_write_failure``) become
-   ``[[faults.schedule]]`` entries next to the file's own hand-placed ones, and the random rates
-   go to 0 (a late ACK is not recorded as a fault, so ``ack_delay_ms`` stays if it is needed;
-   failing both, the caught run's own random faults are kept); each of these starts is tried
-   first in a run cut just past the evidence (step 3), then at full length;
+1. the start is the first of these candidates that still fails, looked for in runs of growing
+   length (step 3): the file's own hand-placed ``[[faults.schedule]]`` alone with every random
+   rate 0 (one run that removes every random fault when the schedule reproduces the bug, as
+   the catalog's known-bad scenarios are written to, or when the variant shows with no fault at
+   all); the random faults that fired (``drop`` and ``duplicate`` of a checkpoint
+   notification, ``checkpoint_failure``, ``crash``, ``clock_jump``, a one-job
+   ``storage_write_failure``) as entries next to the file's own, rates 0; at the first and the
+   full length also the same with ``ack_delay_ms`` kept (a late ACK is not recorded as a fault)
+   and, failing all, the caught run itself with its random faults;
 2. every remaining random rate is set to 0 if the violation survives without it;
 3. the run is cut to the shortest whole number of seconds that still fails (entries that could
-   not fire in it are dropped); the first length tried is just past the last event the caught
-   run's expected violations point at: if that fails it is kept (a run ending before the
-   evidence rarely shows the violation, and probing for one costs long runs), else the search
-   goes on above it;
+   not fire in it are dropped): the start is looked for first in a run just past the evidence
+   of the caught run (the earliest moment one expected violation had all the events it points
+   at), or, when that is the run's end (a loss the final snapshot shows), in the shortest run
+   worth trying (two checkpoints of the slowest job), then in runs twice as long each time up to
+   the full run; found at the first length it is kept (a run ending before the evidence rarely
+   shows the violation), else a binary search between the last length that passed and this one
+   finds the shortest;
 4. the entries that did not fire are deleted, then all entries of one kind at once (the
    crashes, the lost ACKs, ...), then entries by delta debugging (halves, quarters, ... then one
    at a time);
-5. :func:`testbed.explore.tighten` slides checkpoint-named entries earlier and shortens again.
+5. :func:`testbed.explore.tighten` slides checkpoint-named entries earlier and shortens again;
+6. every entry and random rate left is deleted alone once more at the final length: the result
+   is *minimal* (1-minimal: every entry necessary) when none of those runs shows an expected
+   violation any more.
 
-Step 3 comes before 2 and 4 because every later run is then shorter, hence cheaper.
+Step 3 comes before 2 and 4 because every later run is then shorter, hence cheaper; identical
+candidates run once (so step 6 mostly reuses step 4's runs).
 
 Every simulation is in memory and counted against ``max_runs`` and, by its ``duration_s``,
 against ``max_simulated_s`` (bounds in runs and simulated time, so the result never depends on
-the machine's speed); when either is spent, the smallest failing candidate so far is kept. The result is written into the run folder:
+the machine's speed); when either is spent, the smallest failing candidate so far is kept and
+called "the smallest found within the run budget" instead of minimal. The result is written
+into the run folder:
 ``counterexample.toml`` (a scenario ``testbed run`` replays with exit code 0: its ``[expect]``
 is what it violates), ``counterexample.json`` (``testbed explore``'s record format) and
 ``counterexample.txt`` (the explanation and the replay command). It is replayed from the
@@ -80,6 +92,8 @@ class Minimized:
     outcome: Outcome
     runs: int
     budget_spent: bool
+    minimal: bool = False
+    """1-minimal: deleting any one entry or random rate was tried and no longer fails."""
 
 
 @dataclass(frozen=True)
@@ -95,11 +109,11 @@ def faults_from_history(events: Sequence[Event], scenario: Scenario) -> list[dic
     """Schedule entries for the random faults that fired in a run (scheduled ones, which carry
     their ``schedule`` index, are already entries of the file).
 
-    ACK faults and failed checkpoints name their checkpoint (``at_s = 0``); a random notification
-    fault is recorded without it, so it is the checkpoint the job completed just before (the
-    notification is sent in the same step). Crashes of a job already restarting changed nothing
-    and are left out; a random storage failure is kept only for a one-job scenario (its event
-    names the file, not the process).
+    ACK faults and failed checkpoints name their checkpoint (``at_s = 0``): a random notification
+    fault records it (``sim/network.py``); in a history from before it did, it is the checkpoint
+    the job completed just before (the notification is sent in the same step). Crashes of a job
+    already restarting changed nothing and are left out; a random storage failure is kept only
+    for a one-job scenario (its event names the file, not the process).
     """
     jobs = [job.name for job in scenario.jobs]
     last_checkpoint: dict[str, int] = {}
@@ -116,10 +130,11 @@ def faults_from_history(events: Sequence[Event], scenario: Scenario) -> list[dic
         at_s = event.time / 1000
         if event.f in ("drop", "duplicate") and value.get("message") == "CheckpointComplete":
             job = str(value.get("channel", "")).rsplit("/", 1)[0]
-            if job in last_checkpoint:
+            checkpoint = value.get("checkpoint", last_checkpoint.get(job))
+            if job in jobs and checkpoint is not None:
                 kind = "lose_ack" if event.f == "drop" else "duplicate_ack"
                 entries.append(
-                    {"at_s": 0.0, "kind": kind, "target": job, "checkpoint": last_checkpoint[job]}
+                    {"at_s": 0.0, "kind": kind, "target": job, "checkpoint": int(checkpoint)}
                 )
         elif event.f == "checkpoint_failure":
             entries.append(
@@ -253,21 +268,23 @@ def minimize_run(
     full_s = scenario.scenario.duration_s
     unrecorded = [rate for rate in rates if rate == "ack_delay_ms"]
     evidence_s = _evidence_s(events, verdicts, search.target)
-    lengths = [full_s]
-    shortest_s = search.shortest_s()
-    if evidence_s is not None and shortest_s <= math.floor(evidence_s) + 1 < full_s:
-        lengths.insert(0, float(math.floor(evidence_s) + 1))  # 3., tried first
-    starts = []
-    for length in lengths:
+    best, passed_s = None, 0.0
+    lengths = _ladder(_cut_s(evidence_s, search.shortest_s(), full_s), full_s)
+    for length in lengths:  # 1. and 3.: the first start that fails, shortest run first
+        starts = [search.point(own, length, [])]  # the hand-placed faults alone
         starts.append(search.point(own + converted, length, []))
-        if unrecorded:
-            starts.append(search.point(own + converted, length, unrecorded))
-        starts.append(search.point(own, length, rates))  # the caught run (cut there)
-    best = next((start for start in dict.fromkeys(starts) if search.fails(start)), None)
+        if length in (lengths[0], full_s):  # rates, which make longer runs, at both ends only
+            if unrecorded:
+                starts.append(search.point(own + converted, length, unrecorded))
+            starts.append(search.point(own, length, rates))  # the caught run (cut there)
+        best = next((start for start in dict.fromkeys(starts) if search.fails(start)), None)
+        if best is not None:
+            break
+        passed_s = length
     if best is None:
         return None
-    if best.candidate.duration_s == full_s:
-        best = _shorten(search, best, evidence_s)  # 3.
+    if passed_s:  # not at the first length tried: between the last that passed and this one
+        best = _shorten(search, best, math.floor(passed_s) + 1)  # 3.
     for rate in best.kept:  # 2. rates not needed
         without = _Point(best.candidate, tuple(r for r in best.kept if r != rate))
         if search.fails(without):
@@ -281,39 +298,61 @@ def minimize_run(
         return search.fails(_Point(candidate, kept))
 
     best = _Point(tighten(best.candidate, fails, search.interval_s), kept)  # 5.
+    best, minimal = _one_minimal(search, best)  # 6.
     outcome = search.cache[best]
-    return _write(search, best, outcome, run_dir)
+    return _write(search, best, outcome, run_dir, minimal=minimal)
 
 
 def _evidence_s(
     events: Sequence[Event], verdicts: dict[str, Any] | None, target: set[str]
 ) -> float | None:
-    """When the caught run's expected violations last pointed at an event (seconds), if known."""
+    """When the caught run first had the whole evidence of one expected violation (seconds), if
+    known: for each violation of an expected invariant the latest event it points at, and the
+    earliest of those. One violation is all a counterexample needs, and the latest event of all
+    would mostly be the run's end (an invariant judged on the final table points there), where
+    no cut is possible; a time-travel or ordering violation often completes early."""
     if not verdicts:
         return None
     times = {event.index: event.time for event in events}
-    pointed = [
-        times[index]
+    complete = [
+        max(pointed)
         for name in sorted(target)
         for violation in verdicts.get(name, {}).get("violations", [])
-        for index in violation.get("events", [])
-        if index in times
+        if (pointed := [times[i] for i in violation.get("events", []) if i in times])
     ]
-    return max(pointed) / 1000 if pointed else None
+    return min(complete) / 1000 if complete else None
 
 
-def _shorten(search: _Search, best: _Point, evidence_s: float | None = None) -> _Point:
-    """The shortest whole-second run that still fails (binary search; entries that cannot fire
-    in a shorter run are dropped, which is the point: it removes late faults cheaply). With
-    ``evidence_s``, a run just past it is tried first and kept if it fails."""
+def _cut_s(evidence_s: float | None, shortest_s: int, longest_s: float) -> int | None:
+    """The first length to try: the whole second just past the evidence, at least the shortest
+    run worth trying; that shortest run when the evidence is unknown or at the end (a loss the
+    final snapshot shows); None when no run below ``longest_s`` is worth trying."""
+    cut_s = max(shortest_s, math.floor(evidence_s or 0) + 1)
+    if cut_s >= longest_s:
+        cut_s = shortest_s
+    return cut_s if cut_s < longest_s else None
+
+
+def _ladder(first_s: int | None, full_s: float) -> list[float]:
+    """The lengths the start is looked for at, shortest first: ``first_s`` (just past the
+    evidence, or the shortest run worth trying), doubling up to the full run. A loss that the
+    final snapshot shows (its evidence is the run's end) often happened in the first seconds,
+    and each shorter try costs at most half the next."""
+    lengths: list[float] = []
+    length = first_s
+    while length is not None and length < full_s:
+        lengths.append(float(length))
+        length *= 2
+    return [*lengths, full_s]
+
+
+def _shorten(search: _Search, best: _Point, low_s: int) -> _Point:
+    """The shortest whole-second run of at least ``low_s`` that still fails (binary search;
+    entries that cannot fire in a shorter run are dropped, which is the point: it removes late
+    faults cheaply)."""
     entries = best.candidate.entries()
-    low, high = search.shortest_s(), math.floor(best.candidate.duration_s)
+    low, high = low_s, math.floor(best.candidate.duration_s)
     found = best
-    if evidence_s is not None and low <= math.floor(evidence_s) + 1 < high:
-        point = search.point(entries, float(math.floor(evidence_s) + 1), best.kept)
-        if search.fails(point):
-            return point  # a run ending before the evidence would rarely show it: stop here
-        low = math.floor(evidence_s) + 2
     while low < high:
         middle = (low + high) // 2
         point = search.point(entries, float(middle), best.kept)
@@ -374,7 +413,29 @@ def _delete_entries(search: _Search, best: _Point) -> _Point:
     return best
 
 
-def _write(search: _Search, best: _Point, outcome: Outcome, run_dir: Path) -> Minimized:
+def _one_minimal(search: _Search, best: _Point) -> tuple[_Point, bool]:
+    """Check that every entry (and every random rate still on) is necessary: delete each alone
+    at the final length; a deletion that still fails is taken and the check starts again.
+    Returns the point and whether it is 1-minimal, i.e. every such deletion was run (not
+    refused by the budget) and none failed. Deletions the delta debugging already ran on the
+    same candidate are cached, so this usually costs a run per entry only when :func:`tighten`
+    moved or shortened the schedule."""
+    while True:
+        entries = best.candidate.entries()
+        duration_s = best.candidate.duration_s
+        smaller = [
+            search.point(entries[:i] + entries[i + 1 :], duration_s, best.kept)
+            for i in range(len(entries))
+        ] + [_Point(best.candidate, tuple(r for r in best.kept if r != rate)) for rate in best.kept]
+        failing = next((point for point in smaller if search.fails(point)), None)
+        if failing is None:
+            return best, all(point in search.cache for point in smaller)
+        best = failing
+
+
+def _write(
+    search: _Search, best: _Point, outcome: Outcome, run_dir: Path, *, minimal: bool
+) -> Minimized:
     counterexample = search.scenario_for(best, expect=sorted(outcome.violated))
     base = scenario_from_dict(
         {**search.scenario.model_dump(mode="json"), "faults": search.base_data["faults"]},
@@ -408,6 +469,7 @@ def _write(search: _Search, best: _Point, outcome: Outcome, run_dir: Path) -> Mi
         "simulated_s": search.simulated_s,
         "max_simulated_s": search.max_simulated_s,
         "budget_spent": search.budget_spent,
+        "minimal": minimal,
         "kept_rates": kept_rates,
         "from_duration_s": search.scenario.scenario.duration_s,
         "from_seed": search.scenario.scenario.seed,
@@ -420,7 +482,7 @@ def _write(search: _Search, best: _Point, outcome: Outcome, run_dir: Path) -> Mi
         lines.insert(
             1, "  plus random faults: " + ", ".join(f"{k} = {v:g}" for k, v in kept_rates.items())
         )
-    how = "smallest found within the run budget" if search.budget_spent else "minimal"
+    how = "minimal" if minimal else "smallest found within the run budget"
     lines = [
         f"{how} counterexample of {search.scenario.scenario.name} "
         f"(shrunk in {search.runs} runs from seed {search.scenario.scenario.seed}, "
@@ -429,7 +491,9 @@ def _write(search: _Search, best: _Point, outcome: Outcome, run_dir: Path) -> Mi
         f"replay: {replay_command(path)}",
     ]
     write_text_atomic(run_dir / "counterexample.txt", "\n".join(lines) + "\n")
-    return Minimized(path, best.candidate, kept_rates, outcome, search.runs, search.budget_spent)
+    return Minimized(
+        path, best.candidate, kept_rates, outcome, search.runs, search.budget_spent, minimal
+    )
 
 
 __all__ = [

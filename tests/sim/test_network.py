@@ -10,7 +10,7 @@ import simpy
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.network import Channel, describe_message
+from sim.network import Channel, describe_fault, describe_message
 from sim.rng import Rng
 
 
@@ -135,6 +135,35 @@ def test_fault_reports_describe_messages_without_object_addresses():
     assert describe_message(None) == "None"
     long = describe_message("x" * 500)
     assert len(long) == 80 and long.endswith("...")
+
+
+def test_faults_on_a_checkpoint_message_name_the_checkpoint():
+    """A lost or duplicated checkpoint-complete notification says which checkpoint's it was, as
+    a scheduled ACK fault does; messages about no checkpoint carry no such field."""
+    env = simpy.Environment()
+    faults: list = []
+    lossy = Channel(env, "notify", Rng(1), loss=1.0, on_fault=lambda k, d: faults.append((k, d)))
+    doubling = Channel(
+        env, "notify", Rng(1), duplicate=1.0, on_fault=lambda k, d: faults.append((k, d))
+    )
+    lossy.send(Ack(4), lambda m: None)
+    doubling.send(Ack(5), lambda m: None)
+    doubling.send("plain", lambda m: None)
+    assert faults == [
+        ("drop", {"channel": "notify", "message": "Ack", "checkpoint": 4}),
+        ("duplicate", {"channel": "notify", "message": "Ack", "checkpoint": 5}),
+        ("duplicate", {"channel": "notify", "message": "'plain'"}),
+    ]
+
+
+@dataclass(frozen=True)
+class NotACheckpoint:
+    checkpoint_id: str
+
+
+def test_only_an_int_checkpoint_id_is_reported():
+    assert describe_fault("c", NotACheckpoint("x")) == {"channel": "c", "message": "NotACheckpoint"}
+    assert describe_fault("c", Ack(0)) == {"channel": "c", "message": "Ack", "checkpoint": 0}
 
 
 def test_cancel_pending_drops_undelivered_without_delivering():
