@@ -10,8 +10,9 @@ state and works in worker processes without a display.
 
 from __future__ import annotations
 
+import io
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
@@ -20,8 +21,17 @@ matplotlib.use("Agg")  # no display, ever: plots are drawn in CLIs, tests and wo
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
+from PIL import Image
 
 DPI = 110
+"""Resolution of the PNG files on disk (the SVG next to each scales anyway)."""
+PREVIEW_DPI = 90
+"""Resolution of the copy a report embeds (:attr:`Figure.preview`): an 11-inch plot is 990 px
+wide, inside report.html's 1184 px column, and its 9 pt text stays 11 px tall. Lower than
+:data:`DPI` because a report embeds a hundred plots and must stay small enough to mail."""
+PREVIEW_COLORS = 256
+"""Palette of an embedded copy: plots are a few flat colors plus anti-aliased edges, so 256
+colors look the same as true color in a third of the bytes."""
 SVG_HASH_SALT = "hudi-commit-testbed"
 """Fixed salt for the ids matplotlib gives SVG elements (random otherwise: SVGs would differ)."""
 
@@ -59,6 +69,7 @@ COLORS = {
     "committed": "#3a9d5d",
     "wasted": "#e4572e",
     "violation": "#c1121f",
+    "caught": "#2b5fa6",
     "ok": "#3a9d5d",
 }
 
@@ -88,6 +99,9 @@ class Figure:
     """One or two sentences with the key numbers, readable without the plot's code."""
     png: Path
     svg: Path
+    preview: bytes = field(default=b"", compare=False, repr=False)
+    """The PNG a report embeds (:data:`PREVIEW_DPI`, palette colors), kept in memory only; empty
+    for a Figure built by hand (a report then derives it from ``png``)."""
 
 
 def new_figure(width_in: float, height_in: float) -> MplFigure:
@@ -104,13 +118,40 @@ def styled():
 
 
 def save(figure: MplFigure, out_dir: Path, name: str, title: str, caption: str) -> Figure:
-    """Write ``figure`` as ``<name>.png`` and ``<name>.svg`` into ``out_dir``, byte-stable."""
+    """Write ``figure`` as ``<name>.png`` and ``<name>.svg`` into ``out_dir``, byte-stable, and
+    render the smaller copy a report embeds (:attr:`Figure.preview`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     png, svg = out_dir / f"{name}.png", out_dir / f"{name}.svg"
+    preview = io.BytesIO()
     with matplotlib.rc_context(STYLE):
         figure.savefig(png, format="png", metadata={"Software": None})
         figure.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
-    return Figure(name=name, title=title, caption=caption, png=png, svg=svg)
+        figure.savefig(preview, format="png", dpi=PREVIEW_DPI, metadata={"Software": None})
+    return Figure(
+        name=name,
+        title=title,
+        caption=caption,
+        png=png,
+        svg=svg,
+        preview=palette_png(preview.getvalue()),
+    )
+
+
+def palette_png(png: bytes | Path, max_width_px: int | None = None) -> bytes:
+    """``png`` (bytes or a file) as a PNG on a :data:`PREVIEW_COLORS` palette, scaled down to
+    ``max_width_px`` if wider. No dithering (flat plot colors stay flat); the same input gives
+    the same bytes."""
+    with Image.open(io.BytesIO(png) if isinstance(png, bytes) else png) as original:
+        image = original.convert("RGB")
+    if max_width_px is not None and image.width > max_width_px:
+        height = round(image.height * max_width_px / image.width)
+        image = image.resize((max_width_px, height), Image.Resampling.LANCZOS)
+    palette = image.quantize(
+        PREVIEW_COLORS, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE
+    )
+    out = io.BytesIO()
+    palette.save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
 def wrap(text: str, width: int = 110) -> str:
@@ -131,8 +172,10 @@ __all__ = [
     "ACTION_COLORS",
     "COLORS",
     "DPI",
+    "PREVIEW_DPI",
     "Figure",
     "new_figure",
+    "palette_png",
     "percent",
     "save",
     "seconds",

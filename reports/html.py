@@ -1,28 +1,44 @@
-"""``report.html``: one self-contained page a design review can read (``write_report``).
+"""``report.html``: one self-contained page a design review can read (``write_report`` for a
+suite, ``write_sweep_report`` for a sweep).
 
 Input is a suite folder as ``testbed suite`` writes it: ``summary.json`` and the run folders it
-names. Output is ``report.html`` next to it, with every image embedded (base64 PNG) and the style
-inline: no scripts, no external files, so it can be mailed, attached to a ticket or opened years
-later. Plots are also kept as PNG and SVG under ``plots/``.
+names. Output is ``report.html`` next to it, with every image embedded and the style inline: no
+scripts, no external files, so it can be mailed, attached to a ticket or opened years later.
+Plots are also kept as PNG and SVG under ``plots/``, and the report links to them and to the run
+folders (links only: the page reads the same without them).
+
+The page must stay small enough to mail (a few MB for the ``full`` suite), so an embedded image is
+the plot's preview (:attr:`reports.figures.Figure.preview`: drawn at a lower DPI than the file on
+disk, on a 256-color palette: plots are flat colors and anti-aliased edges, so it looks the same
+in a third of the bytes); never the SVG. And a plot that says
+nothing new is not drawn: per-run plots are drawn for the first seed of a scenario and for runs
+whose verdict differs from the expectation (at most :data:`MAX_PLOTTED_RUNS`), the other runs are
+linked to their folders. A grid (``[grids.*]``) gets one section with a table of its points,
+the plots of its first point and the happens-before chains of its first violating point; its
+summary is the headline comparison drawn from all points.
 
 What it shows, in reading order: the suite's verdict and summary table; the headline comparisons
 (blocking vs async instant generation, OCC vs NBCC, TrueTime's bound vs the real skew) when the
 suite ran their scenarios; then one section per scenario with its description, the verdict of every
-invariant, the plots of one representative run (the first whose verdict differs from its
-expectation, else the first seed), every violation with its explanation and replay command, and
-for a known-bad variant its counterexample. A known-bad variant caught as expected is shown as
-such (blue, "caught"), never in the red of a real failure.
+invariant, with ``--seeds N`` the distributions across its seeds (:mod:`reports.distributions`),
+every violation with its explanation and replay command, for a known-bad variant its minimal
+counterexample (the explanation ``counterexample.txt``, its replay command, the TOML), and the
+plots. A known-bad variant caught as expected is shown as such (blue, "caught"), never in the red
+of a real failure. Then one section per grid.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
+import shlex
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from reports.comparisons import (
     plot_blocking_vs_async,
@@ -30,16 +46,29 @@ from reports.comparisons import (
     plot_truetime,
     truetime_point,
 )
-from reports.figures import Figure
+from reports.distributions import plot_distributions, rows_from_suite_runs
+from reports.figures import Figure, palette_png
+from reports.run_data import load_run
 from reports.run_plots import plot_run
+from reports.violations import plot_violations
 
 MAX_VIOLATIONS_SHOWN = 3
 """Violations listed per invariant and run (the count of the rest is given)."""
+MAX_PLOTTED_RUNS = 3
+"""Runs of one scenario (or grid) whose per-run plots are drawn: the first seed and the first
+runs whose verdict differs from the expectation."""
+MAX_FAILING_SEEDS_SHOWN = 50
+"""Failing seeds listed in a sweep report (all of them are in summary.json)."""
+EMBED_MAX_WIDTH_PX = 1184
+"""Width of the page's column (``main``: 1240 px less its padding): an embedded copy of a wider
+plot is scaled down to it."""
 HEADLINE_PAIRS = (
     ("blocking_vs_async", "blocking_stalls", "async_baseline"),
     ("occ_vs_nbcc", "occ_contention", "nbcc_two_jobs"),
 )
 """Comparisons drawn when the suite ran both scenarios (catalog names)."""
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -56,12 +85,22 @@ def write_report(suite_dir: Path) -> Path:
     runs: list[dict[str, Any]] = list(summary.get("runs") or [])
     plots = suite_dir / "plots"
     headline = _headline(suite_dir, runs, plots)
-    sections = []
-    for scenario in _scenarios(summary, runs):
-        scenario_runs = [r for r in runs if r.get("scenario") == scenario["scenario"]]
-        sections.append(_scenario_section(suite_dir, scenario, scenario_runs, plots))
-    page = _page(summary, runs, headline, sections)
-    target = suite_dir / "report.html"
+    scenarios = _scenarios(summary, runs)
+    plain = [s for s in scenarios if not s.get("grid")]
+    grids = _grids(scenarios)
+    sections = [
+        _scenario_section(suite_dir, s, [r for r in runs if r.get("scenario") == s["scenario"]])
+        for s in plain
+    ]
+    for grid, points in grids.items():
+        names = {p["scenario"] for p in points}
+        grid_runs = [r for r in runs if r.get("scenario") in names]
+        sections.append(_grid_section(suite_dir, grid, points, grid_runs))
+    page = _page(summary, runs, plain, grids, headline, sections, suite_dir)
+    return _write(suite_dir / "report.html", page)
+
+
+def _write(target: Path, page: str) -> Path:
     tmp = target.with_name(target.name + ".partial")
     tmp.write_text(page, encoding="utf-8")
     tmp.replace(target)
@@ -73,7 +112,7 @@ def write_report(suite_dir: Path) -> Path:
 
 def _scenarios(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Scenario entries of the summary, or built from the runs if it has none (grid runs are
-    folded into the comparisons, not given sections)."""
+    then folded into the comparisons only, not given a section)."""
     listed = [s for s in summary.get("scenarios") or [] if s.get("scenario")]
     if listed:
         return listed
@@ -98,6 +137,15 @@ def _scenarios(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[dict
             }
         )
     return out
+
+
+def _grids(scenarios: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Grid name -> its points' scenario entries, in suite order."""
+    grids: dict[str, list[dict[str, Any]]] = {}
+    for entry in scenarios:
+        if entry.get("grid"):
+            grids.setdefault(str(entry["grid"]), []).append(entry)
+    return grids
 
 
 def _result(suite_dir: Path, run: dict[str, Any]) -> dict[str, Any] | None:
@@ -134,10 +182,19 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "run"
 
 
+def _href(suite_dir: Path, target: Path) -> str:
+    """A link from the report to ``target``, relative to the report's folder."""
+    return escape(Path(os.path.relpath(target, suite_dir)).as_posix(), quote=True)
+
+
+def _seed(run: dict[str, Any]) -> int:
+    return int(run.get("seed") or 0)
+
+
 # --- plots -----------------------------------------------------------------------------------------
 
 
-def _plot(action, errors: list[str], what: str):
+def _plot(action: Callable[[], T], errors: list[str], what: str) -> T | None:
     """Run one plotting call; a failure becomes a visible note in the report instead of losing
     the whole report (the suite's verdicts matter more than one picture)."""
     try:
@@ -190,22 +247,55 @@ def _headline(suite_dir: Path, runs: list[dict[str, Any]], plots: Path) -> _Plot
 
 
 def _representative(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The run whose plots the section shows: the first that differs from its expectation,
-    else the first (lowest seed) that ran."""
+    """The run whose invariants the section lists: the first that differs from its
+    expectation, else the first (lowest seed) that ran."""
     ran = [r for r in runs if not r.get("error")]
-    ran.sort(key=lambda r: (bool(r.get("ok")), r.get("seed", 0)))
+    ran.sort(key=lambda r: (bool(r.get("ok")), _seed(r)))
     return ran[0] if ran else None
 
 
-# --- html ------------------------------------------------------------------------------------------
+def plotted_runs(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs whose per-run plots are drawn: the first seed that ran, then the runs whose
+    verdict differs from the expectation, at most :data:`MAX_PLOTTED_RUNS`. Another seed of a
+    run that behaved as expected would only repeat the first one's pictures."""
+    ran = sorted((r for r in runs if not r.get("error")), key=_seed)
+    if not ran:
+        return []
+    chosen = [ran[0], *(r for r in ran[1:] if not r.get("ok"))]
+    return chosen[:MAX_PLOTTED_RUNS]
 
 
-def _img(figure: Figure) -> str:
-    data = base64.b64encode(figure.png.read_bytes()).decode("ascii")
+def _run_plots(suite_dir: Path, run: dict[str, Any], errors: list[str]) -> list[Figure]:
+    out = suite_dir / "plots" / _safe(str(run.get("run_dir") or run.get("scenario")))
+    return (
+        _plot(lambda: plot_run(suite_dir / run["run_dir"], out), errors, str(run["scenario"])) or []
+    )
+
+
+# --- embedded images -------------------------------------------------------------------------------
+
+
+def embedded_png(figure: Figure) -> bytes:
+    """The PNG the page embeds for ``figure``: its in-memory preview (drawn at
+    :data:`~reports.figures.PREVIEW_DPI` on a palette), or for a figure without one its file
+    reduced the same way (palette, at most :data:`EMBED_MAX_WIDTH_PX` wide). Never the SVG."""
+    return figure.preview or palette_png(figure.png, EMBED_MAX_WIDTH_PX)
+
+
+def _img(figure: Figure, suite_dir: Path) -> str:
+    data = base64.b64encode(embedded_png(figure)).decode("ascii")
+    links = (
+        f'<a href="{_href(suite_dir, figure.png)}">PNG</a> · '
+        f'<a href="{_href(suite_dir, figure.svg)}">SVG</a>'
+    )
     return (
         f'<figure><img alt="{escape(figure.title)}" src="data:image/png;base64,{data}">'
-        f"<figcaption><b>{escape(figure.title)}.</b> {escape(figure.caption)}</figcaption></figure>"
+        f"<figcaption><b>{escape(figure.title)}.</b> {escape(figure.caption)} "
+        f'<span class="files">{links}</span></figcaption></figure>'
     )
+
+
+# --- html: tables -----------------------------------------------------------------------------------
 
 
 def _metrics_cells(metrics: dict[str, Any]) -> str:
@@ -238,7 +328,11 @@ def _metrics_cells(metrics: dict[str, Any]) -> str:
 METRIC_HEADERS = ("commits", "records committed", "writers blocked", "failovers", "commit p99")
 
 
-def _summary_table(scenarios: list[dict[str, Any]], runs: list[dict[str, Any]]) -> str:
+def _summary_table(
+    scenarios: list[dict[str, Any]],
+    grids: dict[str, list[dict[str, Any]]],
+    runs: list[dict[str, Any]],
+) -> str:
     rows = []
     for s in scenarios:
         name = s["scenario"]
@@ -257,11 +351,30 @@ def _summary_table(scenarios: list[dict[str, Any]], runs: list[dict[str, Any]]) 
             + (_metrics_cells(rep.get("metrics") or {}) if rep else "<td></td>" * 5)
             + "</tr>"
         )
+    for grid, points in grids.items():
+        names = {p["scenario"] for p in points}
+        group = [r for r in runs if r.get("scenario") in names]
+        good = sum(bool(r.get("ok")) for r in group)
+        kind = "pass" if points and all(p.get("ok") for p in points) else "fail"
+        violated_in: dict[str, int] = defaultdict(int)
+        for point in points:
+            for inv, count in (point.get("violated_in") or {}).items():
+                violated_in[inv] += count
+        seen = ", ".join(f"{k} ({v})" for k, v in sorted(violated_in.items())) or "none"
+        rows.append(
+            f'<tr class="{kind}"><td><a href="#g-{_safe(grid)}">grid {escape(grid)}</a> '
+            f'<span class="muted">({len(points)} points)</span></td>'
+            f'<td class="num">{len(group)}</td><td>per point (see its section)</td>'
+            f"<td>{escape(seen)}</td>"
+            f"<td>{_badge(kind, f'{good}/{len(group)} as expected')}</td>"
+            + '<td class="num">–</td>' * 5
+            + "</tr>"
+        )
     head = "".join(
         f"<th>{h}</th>"
         for h in (
             "scenario",
-            "seeds",
+            "runs",
             "expected violations",
             "violated (runs)",
             "verdict",
@@ -329,22 +442,68 @@ def _violations(suite_dir: Path, run: dict[str, Any], expected: list[str]) -> st
     )
 
 
-def _counterexample(suite_dir: Path, runs: list[dict[str, Any]]) -> str:
-    for run in runs:
-        path = suite_dir / str(run.get("run_dir", "")) / "counterexample.toml"
-        if path.is_file():
-            return (
-                '<details open class="counterexample"><summary>Minimal counterexample '
-                f"(<code>{escape(str(run.get('run_dir')))}/counterexample.toml</code>, replay with "
-                "<code>testbed run</code>)</summary>"
-                f"<pre>{escape(path.read_text(errors='replace'))}</pre></details>"
-            )
-    return ""
+def _counterexample_path(suite_dir: Path, run: dict[str, Any]) -> Path | None:
+    listed = run.get("counterexample")
+    path = (
+        suite_dir / str(listed)
+        if listed
+        else suite_dir / str(run.get("run_dir", "")) / "counterexample.toml"
+    )
+    return path if run.get("run_dir") and path.is_file() else None
 
 
-def _runs_table(runs: list[dict[str, Any]]) -> str:
+def _explanation(toml: Path) -> tuple[str, str]:
+    """(the explanation of ``counterexample.txt`` next to ``toml`` without its replay line,
+    the replay command); the command is built from the path when the text has none."""
+    replay = shlex.join(["testbed", "run", str(toml.resolve())])
+    try:
+        lines = toml.with_suffix(".txt").read_text(errors="replace").rstrip().splitlines()
+    except OSError:
+        return "", replay
+    kept = []
+    for line in lines:
+        if line.startswith("replay: "):
+            replay = line.removeprefix("replay: ").strip()
+        else:
+            kept.append(line)
+    return "\n".join(kept), replay
+
+
+def _counterexamples(suite_dir: Path, runs: list[dict[str, Any]]) -> str:
+    """The first caught run's minimal counterexample in full (explanation, replay command,
+    TOML); the other seeds' as links."""
+    found = [
+        (run, p) for run in sorted(runs, key=_seed) if (p := _counterexample_path(suite_dir, run))
+    ]
+    if not found:
+        return ""
+    (run, toml), others = found[0], found[1:]
+    explanation, replay = _explanation(toml)
+    parts = [
+        '<div class="counterexample">',
+        f"<h3>Minimal counterexample (seed {escape(str(run.get('seed')))})</h3>",
+    ]
+    if explanation:
+        parts.append(f'<pre class="explanation">{escape(explanation)}</pre>')
+    parts.append(f'<p class="replay">replay: <code>{escape(replay)}</code></p>')
+    parts.append(
+        f'<details><summary>the scenario it replays: <a href="{_href(suite_dir, toml)}">'
+        f"{escape(str(run.get('run_dir')))}/counterexample.toml</a></summary>"
+        f"<pre>{escape(toml.read_text(errors='replace'))}</pre></details>"
+    )
+    if others:
+        links = ", ".join(
+            f'<a href="{_href(suite_dir, p)}">seed {escape(str(r.get("seed")))}</a>'
+            for r, p in others
+        )
+        parts.append(f'<p class="muted">Also minimized: {links}.</p>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _runs_table(suite_dir: Path, runs: list[dict[str, Any]], plotted: set[int]) -> str:
     rows = []
-    for run in sorted(runs, key=lambda r: r.get("seed", 0)):
+    for run in sorted(runs, key=_seed):
         kind = _kind(run.get("expected_violations") or [], bool(run.get("ok")), run.get("error"))
         violated = ", ".join(run.get("violated") or []) or "none"
         error = run.get("error")
@@ -354,27 +513,65 @@ def _runs_table(runs: list[dict[str, Any]]) -> str:
             f'<td class="num">{float(run.get("wall_s") or 0):.1f} s</td>'
             f"<td><code>{escape(run.get('replay') or '')}</code>"
             + (f'<div class="error">{escape(str(error))}</div>' if error else "")
-            + "</td></tr>"
+            + f"</td><td>{_files_cell(suite_dir, run, plotted)}</td></tr>"
         )
     return (
         '<table class="runs"><thead><tr><th>seed</th><th>verdict</th><th>violated</th>'
-        f"<th>wall</th><th>replay</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"<th>wall</th><th>replay</th><th>files</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
 
 
-def _scenario_section(
-    suite_dir: Path, scenario: dict[str, Any], runs: list[dict[str, Any]], plots: Path
+def _files_cell(suite_dir: Path, run: dict[str, Any], plotted: set[int]) -> str:
+    if not run.get("run_dir"):
+        return ""
+    folder = f'<a href="{_href(suite_dir, suite_dir / str(run["run_dir"]))}/">run folder</a>'
+    if id(run) in plotted:
+        return f'<a href="#p-{_safe(str(run["run_dir"]))}">plots</a> · {folder}'
+    return folder
+
+
+def _plots_block(
+    suite_dir: Path, run: dict[str, Any], figures: list[Figure], label: str = "Plots"
 ) -> str:
+    anchor = _safe(str(run.get("run_dir") or ""))
+    return (
+        f'<h3 id="p-{anchor}">{escape(label)} (seed {escape(str(run.get("seed")))})</h3>'
+        + "".join(_img(f, suite_dir) for f in figures)
+    )
+
+
+def _distributions(
+    suite_dir: Path, name: str, runs: list[dict[str, Any]], expected: list[str], errors: list[str]
+) -> str:
+    """Across seeds: violation counts and metric histograms, when the scenario ran more than once."""
+    if len(runs) < 2:
+        return ""
+    out = suite_dir / "plots" / "distributions" / _safe(name)
+    rows = rows_from_suite_runs(sorted(runs, key=_seed))
+    figures = (
+        _plot(
+            lambda: plot_distributions(rows, out, scenario=name, expected=expected),
+            errors,
+            f"{name} distributions",
+        )
+        or []
+    )
+    if not figures:
+        return ""
+    return f"<h3>Across {len(runs)} seeds</h3>" + "".join(_img(f, suite_dir) for f in figures)
+
+
+# --- html: sections ---------------------------------------------------------------------------------
+
+
+def _scenario_section(suite_dir: Path, scenario: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     name = scenario["scenario"]
     expected = list(scenario.get("expected_violations") or [])
-    errors = [r.get("error") for r in runs if r.get("error")]
-    kind = _kind(expected, bool(scenario.get("ok")), errors[0] if errors else None)
+    run_errors = [r.get("error") for r in runs if r.get("error")]
+    kind = _kind(expected, bool(scenario.get("ok")), run_errors[0] if run_errors else None)
     rep = _representative(runs)
-    errors_: list[str] = []
-    figures: list[Figure] = []
-    if rep is not None:
-        out = plots / _safe(str(rep.get("run_dir") or name))
-        figures = _plot(lambda: plot_run(suite_dir / rep["run_dir"], out), errors_, name) or []
+    errors: list[str] = []
+    chosen = plotted_runs(runs)
     description = scenario.get("description") or (runs[0].get("description") if runs else "")
     intro = (
         "Known-bad variant: the checkers must catch " + ", ".join(expected) + "."
@@ -386,34 +583,167 @@ def _scenario_section(
         f"<h2>{escape(name)} {_badge(kind)}</h2>",
         f'<p class="description">{escape(description or "")}</p>',
         f'<p class="intro">{escape(intro)}</p>',
-        _runs_table(runs),
+        _runs_table(suite_dir, runs, {id(r) for r in chosen}),
     ]
     if rep is not None:
         parts.append(
             f"<h3>Invariants (seed {escape(str(rep.get('seed')))})</h3>"
             + _invariant_grid(_result(suite_dir, rep), expected)
         )
-    violations = "".join(_violations(suite_dir, r, expected) for r in runs)
+    parts.append(_distributions(suite_dir, name, runs, expected, errors))
+    shown = sorted(
+        {id(r): r for r in [*chosen, *(r for r in runs if not r.get("ok"))]}.values(), key=_seed
+    )
+    violations = "".join(_violations(suite_dir, r, expected) for r in shown)
     if violations:
         parts.append(f"<h3>Violations</h3>{violations}")
-    counterexample = _counterexample(suite_dir, runs)
-    if counterexample:
-        parts.append(counterexample)
-    if figures:
-        parts.append(f"<h3>Plots (seed {escape(str(rep.get('seed')))})</h3>")
-        parts.extend(_img(f) for f in figures)
-    parts.extend(f'<p class="error">plot failed: {escape(e)}</p>' for e in errors_)
+        hidden = len([r for r in runs if r.get("violated")]) - len(
+            [r for r in shown if r.get("violated")]
+        )
+        if hidden > 0:
+            parts.append(
+                f'<p class="muted">{hidden} more run(s) with the same expected violations: '
+                "see the runs table (result.json in each run folder).</p>"
+            )
+    parts.append(_counterexamples(suite_dir, runs))
+    for run in chosen:
+        figures = _run_plots(suite_dir, run, errors)
+        if figures:
+            parts.append(_plots_block(suite_dir, run, figures))
+    parts.extend(f'<p class="error">plot failed: {escape(e)}</p>' for e in errors)
+    parts.append("</section>")
+    return "\n".join(p for p in parts if p)
+
+
+GRID_HEADERS = ("point", "seed", "expectation", "violated", "verdict", *METRIC_HEADERS, "files")
+
+
+def _point_label(point: dict[str, Any]) -> str:
+    params = point.get("params") or {}
+    return (
+        ", ".join(f"{k.rsplit('.', 1)[-1]} = {v}" for k, v in params.items()) or point["scenario"]
+    )
+
+
+def _expectation(point: dict[str, Any]) -> str:
+    mode = point.get("expect") or "exact"
+    if mode == "any-of":
+        return "any of " + ", ".join(point.get("may_violate") or [])
+    if mode == "unchecked":
+        return "(unchecked)"
+    return ", ".join(point.get("expected_violations") or []) or "none"
+
+
+def _point_kind(run: dict[str, Any]) -> tuple[str, str]:
+    if run.get("error"):
+        return "error", BADGES["error"]
+    if not run.get("ok"):
+        return "fail", BADGES["fail"]
+    if run.get("violated"):
+        return "caught", "as expected (violations allowed)"
+    return "pass", BADGES["pass"]
+
+
+def _grid_section(
+    suite_dir: Path, grid: str, points: list[dict[str, Any]], runs: list[dict[str, Any]]
+) -> str:
+    """One section per grid: a table of its points and the plots of the few that say something
+    the headline comparison does not (the first point, the first violating one, failures)."""
+    ok = all(p.get("ok") for p in points)
+    kind = "pass" if ok else "fail"
+    order = {p["scenario"]: i for i, p in enumerate(points)}
+    runs = sorted(runs, key=lambda r: (order.get(r.get("scenario"), 0), _seed(r)))
+    ran = [r for r in runs if not r.get("error")]
+    chosen = ran[:1] + [r for r in ran[1:] if not r.get("ok")]
+    chosen = chosen[:MAX_PLOTTED_RUNS]
+    violating = (
+        None  # a plotted run already shows its happens-before chains
+        if any(r.get("violated") for r in chosen)
+        else next((r for r in ran if r.get("violated")), None)
+    )
+    plotted = {id(r) for r in chosen} | ({id(violating)} if violating else set())
+    description = str(points[0].get("description") or "") if points else ""
+    if points and points[0].get("params") and ": " in description:
+        description = description.rsplit(": ", 1)[0] + "."
+    rows = []
+    for run in runs:
+        point_kind, text = _point_kind(run)
+        point = next((p for p in points if p["scenario"] == run.get("scenario")), run)
+        rows.append(
+            f'<tr class="{point_kind}"><td>{escape(_point_label(point))}</td>'
+            f'<td class="num">{escape(str(run.get("seed")))}</td>'
+            f"<td>{escape(_expectation(point))}</td>"
+            f"<td>{escape(', '.join(run.get('violated') or []) or 'none')}</td>"
+            f"<td>{_badge(point_kind, text)}</td>"
+            + _metrics_cells(run.get("metrics") or {})
+            + f"<td>{_files_cell(suite_dir, run, plotted)}</td></tr>"
+            + (
+                f'<tr class="{point_kind} replay-row"><td colspan="{len(GRID_HEADERS)}">replay: '
+                f"<code>{escape(run['replay'])}</code></td></tr>"
+                if run.get("replay")
+                else ""
+            )
+        )
+    head = "".join(f"<th>{h}</th>" for h in GRID_HEADERS)
+    parts = [
+        f'<section id="g-{_safe(grid)}" class="scenario grid {kind}">',
+        f"<h2>grid {escape(grid)} {_badge(kind, 'every point as expected' if ok else 'NOT as expected')}</h2>",
+        f'<p class="description">{escape(description)}</p>',
+        f'<table class="runs grid"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>",
+    ]
+    errors: list[str] = []
+    failing = "".join(
+        _violations(suite_dir, r, list(r.get("expected_violations") or []))
+        for r in runs
+        if not r.get("ok") and not r.get("error")
+    )
+    if failing:
+        parts.append(f"<h3>Violations not as expected</h3>{failing}")
+    for run in chosen:
+        figures = _run_plots(suite_dir, run, errors)
+        if figures:
+            parts.append(_plots_block(suite_dir, run, figures, f"Plots of {_point_label(run)}"))
+    if violating is not None:
+        out = suite_dir / "plots" / _safe(str(violating.get("run_dir")))
+        figures = (
+            _plot(
+                lambda: plot_violations(load_run(suite_dir / violating["run_dir"]), out),
+                errors,
+                grid,
+            )
+            or []
+        )
+        if figures:
+            parts.append(
+                _plots_block(
+                    suite_dir,
+                    violating,
+                    figures,
+                    f"First violation in the grid: {_point_label(violating)}",
+                )
+            )
+    parts.extend(f'<p class="error">plot failed: {escape(e)}</p>' for e in errors)
     parts.append("</section>")
     return "\n".join(parts)
 
 
+# --- html: the page ---------------------------------------------------------------------------------
+
+
 def _page(
-    summary: dict[str, Any], runs: list[dict[str, Any]], headline: _Plotted, sections: list[str]
+    summary: dict[str, Any],
+    runs: list[dict[str, Any]],
+    scenarios: list[dict[str, Any]],
+    grids: dict[str, list[dict[str, Any]]],
+    headline: _Plotted,
+    sections: list[str],
+    suite_dir: Path,
 ) -> str:
-    scenarios = _scenarios(summary, runs)
     title = f"Suite {summary.get('suite', '')}".strip()
     ok = bool(summary.get("ok"))
     failing = [s["scenario"] for s in scenarios if not s.get("ok")]
+    failing += [g for g, points in grids.items() if not all(p.get("ok") for p in points)]
     caught = [s["scenario"] for s in scenarios if s.get("ok") and s.get("expected_violations")]
     verdict = (
         _badge("pass", "every verdict matches its expectation")
@@ -431,7 +761,7 @@ def _page(
         + (f", plus {grid} grid runs for the comparisons" if grid else "")
         + f"; {len(caught)} known-bad variant(s) caught as expected."
     )
-    headline_html = "".join(_img(f) for f in headline.figures) + "".join(
+    headline_html = "".join(_img(f, suite_dir) for f in headline.figures) + "".join(
         f'<p class="error">plot failed: {escape(e)}</p>' for e in headline.errors
     )
     body = [
@@ -442,11 +772,15 @@ def _page(
         "</header>",
         "<h2>Summary</h2>",
         _legend(),
-        _summary_table(scenarios, runs),
+        _summary_table(scenarios, grids, runs),
     ]
     if headline_html:
         body += ["<h2>Headline comparisons</h2>", headline_html]
     body += sections
+    return _document(title, body)
+
+
+def _document(title: str, body: list[str]) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}: Hudi commit-protocol testbed</title>"
@@ -467,6 +801,126 @@ def _legend() -> str:
     )
 
 
+# --- the sweep report -------------------------------------------------------------------------------
+
+
+def write_sweep_report(
+    out_dir: Path,
+    rows: Sequence[dict[str, Any]],
+    summary: dict[str, Any],
+    *,
+    writers: int | None = None,
+) -> Path:
+    """``out_dir/report.html`` for a ``testbed sweep``: its verdict, the violations per
+    invariant and the metric distributions across seeds (drawn into ``out_dir/plots/`` as PNG
+    and SVG), the metrics' percentiles and every failing seed with its replay command.
+    ``rows`` are the sweep's rows (``testbed.sweep.ROW_SCHEMA``), ``summary`` its summary.json;
+    ``writers`` the scenario's writer count (the rows do not carry it)."""
+    out_dir = Path(out_dir)
+    rows = sorted(rows, key=_seed)
+    name = str(summary.get("scenario") or "sweep")
+    errors: list[str] = []
+    figures = (
+        _plot(
+            lambda: plot_distributions(
+                rows,
+                out_dir / "plots",
+                scenario=name,
+                expected=list(summary.get("expected_violations") or []),
+                writers=writers,
+            ),
+            errors,
+            "distributions",
+        )
+        if rows
+        else []
+    ) or []
+    seeds = summary.get("seeds") or {}
+    failing = list(summary.get("failing") or [])
+    ok = bool(summary.get("ok"))
+    verdict = (
+        _badge("pass", "every seed as expected")
+        if ok
+        else _badge("fail", f"{len(failing)} seed(s) NOT as expected")
+    )
+    expected = ", ".join(summary.get("expected_violations") or []) or "none"
+    lead = (
+        f"Seeds {seeds.get('first')} to {seeds.get('last')} ({len(rows)} of {seeds.get('count')} "
+        f"ran) {_engine(summary.get('engine'))}: {summary.get('as_expected', 0)} as expected, "
+        f"{summary.get('errors', 0)} crashed. Expected violations: {expected}."
+    )
+    title = f"Sweep {name}"
+    body = [
+        f"<header><h1>{escape(title)}</h1>{verdict}",
+        f'<p class="lead">{escape(lead)}</p>',
+        f'<p class="muted">Scenario: <code>{escape(str(summary.get("source", "")))}</code></p>',
+    ]
+    if summary.get("interrupted"):
+        body.append('<p class="error">Interrupted: only the seeds that finished are reported.</p>')
+    body.append("</header>")
+    body += ["<h2>Across seeds</h2>", *(_img(f, out_dir) for f in figures)]
+    body += [f'<p class="error">plot failed: {escape(e)}</p>' for e in errors]
+    body += ["<h2>Metric percentiles</h2>", _percentile_table(summary.get("metrics") or {})]
+    body += [f"<h2>Seeds not as expected ({len(failing)})</h2>", _failing_table(rows, failing)]
+    return _write(out_dir / "report.html", _document(title, body))
+
+
+def _engine(engine: str | None) -> str:
+    return "without Spark" if engine in (None, "", "none") else f"on {engine}"
+
+
+def _percentile_table(metrics: dict[str, dict[str, Any]]) -> str:
+    if not metrics:
+        return '<p class="muted">No metrics (no seed finished).</p>'
+    columns = ("min", "p50", "p90", "max", "mean")
+    rows = "".join(
+        f"<tr><td>{escape(name)}</td>"
+        + "".join(
+            f'<td class="num">{escape("–" if d.get(c) is None else str(d.get(c)))}</td>'
+            for c in columns
+        )
+        + "</tr>"
+        for name, d in metrics.items()
+    )
+    head = "".join(f"<th>{c}</th>" for c in ("metric", *columns))
+    return f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+
+def _failing_table(rows: Sequence[dict[str, Any]], failing: list[dict[str, Any]]) -> str:
+    if not failing:
+        return '<p class="muted">None: every seed that ran is as expected.</p>'
+    by_seed = {row.get("seed"): row for row in rows}
+    out = []
+    for failure in failing[:MAX_FAILING_SEEDS_SHOWN]:
+        row = by_seed.get(failure.get("seed"), {})
+        what = (
+            failure.get("error")
+            or ", ".join(failure.get("violated") or [])
+            or ("expected violation not found")
+        )
+        try:
+            why: dict[str, list[str]] = json.loads(row.get("why") or "{}")
+        except ValueError:
+            why = {}
+        sentences = "".join(
+            f"<li><b>{escape(inv)}</b>: {escape(text)}</li>"
+            for inv, texts in sorted(why.items())
+            for text in texts[:1]
+        )
+        out.append(
+            f'<tr class="fail"><td class="num">{escape(str(failure.get("seed")))}</td>'
+            f"<td>{escape(what)}"
+            + (f'<ul class="why">{sentences}</ul>' if sentences else "")
+            + f"</td><td><code>{escape(failure.get('replay') or '')}</code></td></tr>"
+        )
+    more = len(failing) - MAX_FAILING_SEEDS_SHOWN
+    note = f'<p class="muted">and {more} more in summary.json</p>' if more > 0 else ""
+    return (
+        '<table class="runs"><thead><tr><th>seed</th><th>violated</th><th>replay</th></tr>'
+        f"</thead><tbody>{''.join(out)}</tbody></table>{note}"
+    )
+
+
 CSS = """
 :root { --ink:#1f2328; --muted:#5b6470; --line:#d8dee4; --bg:#ffffff; --soft:#f6f8fa;
   --pass:#2f7d4f; --pass-bg:#e8f4ec; --caught:#2b5fa6; --caught-bg:#e7eef9;
@@ -481,7 +935,8 @@ h3 { font-size: 15px; margin: 20px 0 6px; color: var(--muted); text-transform: u
   letter-spacing: .04em; }
 h4 { font-size: 14px; margin: 8px 0 4px; }
 p.description { max-width: 900px; }
-p.lead, p.intro, p.legend { color: var(--muted); }
+p.lead, p.intro, p.legend, .muted { color: var(--muted); }
+a { color: var(--caught); }
 .badge { display:inline-block; padding: 1px 9px; border-radius: 10px; font-size: 12px;
   font-weight: 600; vertical-align: middle; white-space: nowrap; }
 .badge.pass { color: var(--pass); background: var(--pass-bg); }
@@ -493,6 +948,8 @@ th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid var(--line
 th { background: var(--soft); font-weight: 600; color: var(--muted); }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.fail td, tr.error td { background: var(--fail-bg); }
+table.grid tr:not(.replay-row) td { border-bottom: none; }
+tr.replay-row td { padding-top: 0; font-size: 12px; color: var(--muted); }
 table.summary td:first-child a { color: var(--ink); font-weight: 600; text-decoration: none; }
 code { font: 12px/1.4 ui-monospace, "SF Mono", Menlo, Consolas, monospace; background: var(--soft);
   padding: 1px 4px; border-radius: 4px; word-break: break-all; }
@@ -512,18 +969,29 @@ h4.seed { color: var(--muted); }
 .violation { border-left: 4px solid; padding: 4px 12px; margin: 6px 0; border-radius: 0 6px 6px 0; }
 .violation.caught { border-color: var(--caught); background: var(--caught-bg); }
 .violation.fail { border-color: var(--fail); background: var(--fail-bg); }
-.violation ul { margin: 4px 0; padding-left: 18px; font-size: 13px; }
+.violation ul, ul.why { margin: 4px 0; padding-left: 18px; font-size: 13px; }
 .violation li { margin: 3px 0; }
 .events, li.more { color: var(--muted); font-size: 12px; }
 p.replay { font-size: 13px; }
 .error { color: var(--fail); font-weight: 600; }
-details.counterexample { margin: 10px 0; border: 1px solid var(--line); border-radius: 6px;
+div.counterexample { margin: 10px 0; border: 1px solid var(--line); border-radius: 6px;
   padding: 6px 12px; background: var(--soft); }
-details.counterexample pre { font-size: 12px; overflow-x: auto; }
+div.counterexample h3 { margin-top: 8px; }
+div.counterexample pre { font-size: 12px; overflow-x: auto; }
+pre.explanation { white-space: pre-wrap; background: var(--caught-bg); padding: 8px 10px;
+  border-left: 4px solid var(--caught); border-radius: 0 6px 6px 0; }
 figure { margin: 14px 0 22px; }
 figure img { max-width: 100%; height: auto; border: 1px solid var(--line); border-radius: 4px; }
 figcaption { font-size: 13px; color: var(--muted); margin-top: 4px; max-width: 1000px; }
+figcaption .files { white-space: nowrap; font-size: 12px; }
 """
 
 
-__all__ = ["write_report"]
+__all__ = [
+    "EMBED_MAX_WIDTH_PX",
+    "MAX_PLOTTED_RUNS",
+    "embedded_png",
+    "plotted_runs",
+    "write_report",
+    "write_sweep_report",
+]

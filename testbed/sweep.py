@@ -207,9 +207,27 @@ def run_sweep(
             done_rows.append(chunk)
             summary = save_summary(interrupted=False)
     except KeyboardInterrupt:
-        save_summary(interrupted=True)
+        write_report(out, done_rows, save_summary(interrupted=True), scenario)
         raise
+    write_report(out, done_rows, summary, scenario)
     return SweepResult(out, summary)
+
+
+def write_report(
+    out: Path, done_rows: list[pa.Table], summary: dict[str, Any], scenario: Scenario
+) -> Path | None:
+    """``report.html`` and the plots across seeds (PNG + SVG under ``plots/``) from the finished
+    rows. A failure leaves its traceback in ``report_error.txt`` instead: the rows and the summary
+    are the sweep's result, the report only shows them."""
+    from reports.html import write_sweep_report  # matplotlib: the driver needs it, executors not
+
+    rows = pa.concat_tables(done_rows).to_pylist() if done_rows else []
+    writers = sum(job.writers for job in scenario.jobs)
+    try:
+        return write_sweep_report(out, rows, summary, writers=writers)
+    except Exception:
+        write_text_atomic(out / "report_error.txt", traceback.format_exc())
+        return None
 
 
 def read_rows(out: Path) -> pa.Table:

@@ -3,6 +3,8 @@ real headless browser (Debian's chromium) when it is installed."""
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import re
@@ -13,8 +15,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 from matplotlib.image import imread
+from PIL import Image
 
-from reports.html import write_report
+from reports.figures import Figure, new_figure, save, styled
+from reports.html import (
+    EMBED_MAX_WIDTH_PX,
+    MAX_PLOTTED_RUNS,
+    embedded_png,
+    plotted_runs,
+    write_report,
+    write_sweep_report,
+)
+from scenarios.schema import load_scenario
+from testbed.sweep import read_rows, run_here, run_sweep
 
 CHROMIUM = shutil.which("chromium") or (
     "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
@@ -52,17 +65,28 @@ def entry(suite: Path, key: str, folder: Path, **extra) -> dict:
     return run
 
 
+EXPLANATION = """minimal counterexample of local_clock_skew (shrunk in 3 runs from seed 5, 12 s):
+seed 5, 12 s simulated, 1 scheduled fault:
+  [0] at 2 s lose_ack ingest_a -> history #17 ack_lost at 2.1 s
+instant_monotonic violated (expected):
+  - instant 20260101000002000 was requested after 20260101000002100 but is earlier [events 17, 18]
+"""
+REPLAY = "testbed run /somewhere/runs/skew/counterexample.toml"
+
+
 @pytest.fixture(scope="module")
 def suite(runs, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("suite")
     entries = [
         entry(root, "blocking", runs["blocking"]),
         entry(root, "async", runs["async"]),
+        entry(root, "async-seed2", runs["async"], seed=2),  # --seeds 2: one more seed
         entry(root, "skew", runs["skew"]),
         entry(root, "tt_safe", runs["tt_safe"], grid="truetime", scenario="tt_grid"),
         entry(root, "tt_unsafe", runs["tt_unsafe"], grid="truetime", scenario="tt_grid"),
     ]
     (root / "runs" / "skew" / "counterexample.toml").write_text(COUNTEREXAMPLE)
+    (root / "runs" / "skew" / "counterexample.txt").write_text(f"{EXPLANATION}replay: {REPLAY}\n")
     # A real failure: a scenario whose verdict differs from its expectation.
     failing = dict(entries[1], scenario="async_claimed_bad", ok=False)
     failing["expected_violations"] = ["no_data_loss"]
@@ -78,6 +102,10 @@ def suite(runs, tmp_path_factory) -> Path:
     (root / "summary.json").write_text(json.dumps(summary))
     write_report(root)
     return root
+
+
+def embedded(html: str) -> list[bytes]:
+    return [base64.b64decode(d) for d in re.findall(r'src="data:image/png;base64,([^"]+)"', html)]
 
 
 def test_report_is_one_self_contained_file(suite):
@@ -138,3 +166,167 @@ def test_report_renders_in_headless_chromium(suite, tmp_path):
     assert gray.std() > 0.05  # not a blank page: text, tables and plots
     assert (gray < 0.5).mean() > 0.005  # some dark ink (the text)
     assert len(np.unique((pixels[..., :3] * 255).astype(int).reshape(-1, 3), axis=0)) > 50
+
+
+def test_report_embeds_small_palette_pngs_never_svg(suite):
+    html = (suite / "report.html").read_text()
+    assert "data:image/svg" not in html and "<svg" not in html
+    images = embedded(html)
+    for data in images:
+        with Image.open(io.BytesIO(data)) as image:
+            assert image.format == "PNG" and image.mode == "P"  # palette, not true color
+            assert image.width <= EMBED_MAX_WIDTH_PX
+    # The standalone files keep full resolution (PNG and SVG), and the page links to them.
+    png = suite / "plots" / "headline" / "blocking_vs_async.png"
+    with Image.open(png) as full:
+        assert full.mode == "RGBA" and full.width > EMBED_MAX_WIDTH_PX
+    assert 'href="plots/headline/blocking_vs_async.svg"' in html
+    # Size bound: a handful of runs (7 sections' worth of plots) stays well under a megabyte
+    # per ten plots; the full suite's report was 18 MB with true-color copies.
+    assert len(html) < 40_000 * len(images) + 200_000
+    assert sum(map(len, images)) / len(images) < 30_000
+
+
+def test_embedded_png_of_a_figure_without_preview_is_reduced_from_its_file(tmp_path):
+    with styled():
+        fig = new_figure(14, 3)
+        fig.add_subplot().plot([0, 1, 2], [2, 0, 1])
+    saved = save(fig, tmp_path, "wide", "Wide", "A plot wider than the page.")
+    bare = Figure(saved.name, saved.title, saved.caption, saved.png, saved.svg)
+    data = embedded_png(bare)
+    with Image.open(io.BytesIO(data)) as image:
+        assert image.mode == "P" and image.width == EMBED_MAX_WIDTH_PX
+    assert embedded_png(saved) == saved.preview  # a saved figure brings its own
+    assert len(saved.preview) < saved.png.stat().st_size
+    assert embedded_png(bare) == data  # deterministic
+
+
+def test_the_counterexample_shows_its_explanation_replay_and_toml(suite):
+    html = (suite / "report.html").read_text()
+    section = html.split('<section id="s-local_clock_skew"')[1].split("</section>")[0]
+    block = section.split('<div class="counterexample">')[1]
+    assert "instant_monotonic violated (expected):" in block
+    assert "[0] at 2 s lose_ack ingest_a" in block
+    assert f"replay: <code>{REPLAY}</code>" in block
+    assert "replay: testbed" not in block.split("<pre")[1]  # the replay line is not repeated
+    assert block.index("explanation") < block.index("counterexample.toml</a>")  # then the TOML
+    assert "kind = &quot;lose_ack&quot;" in block
+
+
+def test_more_seeds_get_distributions_and_links_instead_of_plots(suite):
+    html = (suite / "report.html").read_text()
+    section = html.split('<section id="s-async_baseline"')[1].split("</section>")[0]
+    assert "Across 2 seeds" in section
+    assert "violations per invariant across 2 seeds" in section
+    assert (suite / "plots" / "distributions" / "async_baseline" / "metrics.svg").is_file()
+    assert section.count("Plots (seed") == 1  # seed 2 repeats seed 1: not drawn again
+    assert 'href="runs/async-seed2/">run folder</a>' in section
+    assert not (suite / "plots" / "runs_async-seed2").exists()
+    single = html.split('<section id="s-blocking_stalls"')[1].split("</section>")[0]
+    assert "Across" not in single  # one seed: nothing to distribute
+
+
+def test_plotted_runs_are_the_first_seed_and_the_failures():
+    runs = [
+        {"seed": 3, "ok": False},
+        {"seed": 1, "ok": True},
+        {"seed": 2, "ok": True},
+        {"seed": 4, "ok": False, "error": "boom"},
+        {"seed": 5, "ok": False},
+        {"seed": 6, "ok": False},
+        {"seed": 7, "ok": False},
+    ]
+    assert [r["seed"] for r in plotted_runs(runs)] == [1, 3, 5][:MAX_PLOTTED_RUNS]
+    assert plotted_runs([{"seed": 1, "ok": False, "error": "x"}]) == []
+
+
+def test_grid_points_share_one_section(runs, tmp_path):
+    entries = [
+        entry(tmp_path, "tt_safe", runs["tt_safe"], grid="truetime", scenario="tt-a"),
+        entry(tmp_path, "tt_unsafe", runs["tt_unsafe"], grid="truetime", scenario="tt-b"),
+    ]
+    entries[0]["params"] = {"time.max_expected_skew_ms": 100, "time.clock_skew_ms": 20}
+    entries[0] |= {"ok": True, "expected_violations": [], "expect": "none"}
+    entries[1]["params"] = {"time.max_expected_skew_ms": 20, "time.clock_skew_ms": 500}
+    entries[1] |= {"ok": True, "expect": "any-of", "may_violate": entries[1]["violated"]}
+    scenarios = [
+        {
+            "scenario": e["scenario"],
+            "description": f"Grid truetime (bound vs skew) over x: {e['scenario']}.",
+            "runs": 1,
+            "ok": e["ok"],
+            "expected_violations": [],
+            "violated_in": dict.fromkeys(e["violated"], 1),
+            "expect": e.get("expect", "exact"),
+            "may_violate": e.get("may_violate", []),
+            "grid": e["grid"],
+            "params": e["params"],
+        }
+        for e in entries
+    ]
+    summary = {"suite": "g", "seeds": 1, "ok": True, "runs": entries, "scenarios": scenarios}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    html = write_report(tmp_path).read_text()
+    assert 'id="s-tt-a"' not in html and 'id="s-tt-b"' not in html
+    grid = html.split('<section id="g-truetime"')[1].split("</section>")[0]
+    assert "Grid truetime (bound vs skew) over x." in grid
+    assert "every point as expected" in grid and "NOT as expected" not in grid
+    assert "max_expected_skew_ms = 100, clock_skew_ms = 20" in grid
+    assert "any of " in grid and "as expected (violations allowed)" in grid
+    assert 'href="#g-truetime">grid truetime</a>' in html  # one summary row for the grid
+    assert "Plots of max_expected_skew_ms = 100" in grid  # its first point
+    assert "First violation in the grid: max_expected_skew_ms = 20" in grid
+    assert grid.count("happens-before") >= 1 and grid.count("Plots of") == 1
+
+
+def test_sweep_report_shows_counts_distributions_and_failing_seeds(runs, tmp_path):
+    source = runs["tt_unsafe"].parent / "tt_unsafe.toml"  # short known-bad scenario (conftest)
+    result = run_sweep(
+        load_scenario(source), source, (1, 3), tmp_path / "sweep", run_here, engine="none"
+    )
+    out = result.out
+    html = (out / "report.html").read_text()
+    assert html.startswith("<!DOCTYPE html>") and "<script" not in html and "<svg" not in html
+    assert len(embedded(html)) == 2
+    for name in ("violations", "metrics"):
+        assert (out / "plots" / f"{name}.png").is_file() and (
+            out / "plots" / f"{name}.svg"
+        ).is_file()
+    rows = read_rows(out).to_pylist()
+    for name, count in result.summary["violations"].items():
+        assert f"{name} in {count}/3" in html  # the chart's caption, from the same rows
+    assert "without Spark" in html
+    for failure in result.summary["failing"]:
+        assert failure["replay"] in html
+    assert len(rows) == 3 and "Metric percentiles" in html
+
+
+def test_sweep_report_of_nothing_finished(tmp_path):
+    summary = {"scenario": "s", "seeds": {"first": 1, "last": 9, "count": 9}, "interrupted": True}
+    html = write_sweep_report(tmp_path, [], summary).read_text()
+    assert "Interrupted" in html and "No metrics" in html
+
+
+def test_an_interrupted_sweep_reports_what_finished(runs, tmp_path):
+    source = runs["tt_safe"].parent / "tt_safe.toml"
+    chunks_run = []
+
+    def runner(tasks, on_progress):
+        if chunks_run:
+            raise KeyboardInterrupt
+        chunks_run.append(tasks)
+        return run_here(tasks, on_progress)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(
+            load_scenario(source),
+            source,
+            (1, 3),
+            tmp_path / "s",
+            runner,
+            engine="none",
+            chunk_seeds=1,
+        )
+    html = (tmp_path / "s" / "report.html").read_text()
+    assert "Interrupted" in html and "(1 of 3 ran)" in html
+    assert (tmp_path / "s" / "plots" / "violations.svg").is_file()
