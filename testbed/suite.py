@@ -2,7 +2,9 @@
 
 What an engineer runs before merging a protocol change, and what README's first command runs: a
 suite (``scenarios/suites.toml``) or a list of scenario files, each on its own seed (or on
-``--seeds N`` consecutive seeds from it), in worker processes. Everything lands under one folder:
+``--seeds N`` consecutive seeds from it), in worker processes or, with ``--master``, as Spark tasks
+(:mod:`replay.suite_tasks`: each run folder travels back packed). Everything lands under one
+folder:
 
 - ``runs/<scenario>-seed<N>/``: each run folder, as ``testbed run`` writes it; a caught known-bad
   run also holds its minimal counterexample (``counterexample.toml`` / ``.json`` / ``.txt``,
@@ -12,9 +14,9 @@ suite (``scenarios/suites.toml``) or a list of scenario files, each on its own s
   flat row per run, and ``report.html`` (:func:`reports.html.write_report`).
 
 Runs are independent and deterministic, so the verdicts, digests and counterexamples do not
-depend on ``--workers`` or on completion order; rows are written in suite order, then seed.
-Only ``wall_s`` varies. A run that raises is recorded as that run's error and the others go on;
-Ctrl-C keeps what finished (``"interrupted": true``).
+depend on ``--workers``, ``--master`` or completion order; rows are written in suite order, then
+seed. Only ``wall_s`` varies. A run that raises is recorded as that run's error and the others go
+on; Ctrl-C keeps what finished (``"interrupted": true``).
 
 ``summary.json``::
 
@@ -231,6 +233,12 @@ def _row(task: RunTask, error: str | None = None) -> dict[str, Any]:
 
 Progress = Callable[[int, int, dict[str, Any]], None]
 """``progress(done, total, row)`` after each finished run."""
+Ended = Callable[[RunTask, dict[str, Any] | Exception], None]
+Engine = Callable[[list[RunTask], Ended], None]
+"""Runs the tasks somewhere other than this process or its pool (Spark:
+:class:`replay.suite_tasks.SparkRuns`) and calls ``ended(task, row)`` as each run lands in
+``task.run_dir``, or ``ended(task, error)`` when the engine lost it; on Ctrl-C it stops the rest
+and re-raises."""
 
 
 @dataclass
@@ -256,10 +264,12 @@ def run_suite(
     minimize_runs: int = 0,
     progress: Progress | None = None,
     runner: Callable[[RunTask], dict[str, Any]] = execute,
+    engine: Engine | None = None,
 ) -> SuiteOutcome:
     """Run ``suite`` into ``out`` and write ``summary.json``, ``summary.parquet`` and the
     report. ``workers`` 1 runs everything in this process (``runner`` is called directly);
-    more run in that many worker processes. Ctrl-C stops the suite and keeps what finished."""
+    more run in that many worker processes; an ``engine`` (Spark) replaces both, and a run it
+    lost is recorded as that run's error. Ctrl-C stops the suite and keeps what finished."""
     out.mkdir(parents=True, exist_ok=True)
     tasks = plan_runs(suite, out, seeds=seeds, minimize_runs=minimize_runs)
     workers = max(1, min(workers or os.cpu_count() or 1, len(tasks) or 1))
@@ -270,9 +280,16 @@ def run_suite(
         if progress is not None:
             progress(len(rows), len(tasks), row)
 
+    def ended(task: RunTask, outcome: dict[str, Any] | Exception) -> None:
+        if isinstance(outcome, Exception):
+            outcome = _row(task, f"worker failed: {type(outcome).__name__}: {outcome}")
+        finished(outcome, task.index)
+
     interrupted = False
     try:
-        if workers == 1:
+        if engine is not None:
+            engine(tasks, ended)
+        elif workers == 1:
             for task in tasks:
                 finished(runner(task), task.index)
         else:
