@@ -523,6 +523,20 @@ def check(run_dir: str) -> None:
     help="Worker processes (default: the number of CPUs; 1 runs everything in this process).",
 )
 @click.option(
+    "--master",
+    default=None,
+    help="Run the runs as Spark tasks instead of worker processes: local[*] (every core of "
+    "this machine), local[N], or a cluster such as spark://host:7077 (each run folder travels "
+    "back packed). Not with --workers.",
+)
+@click.option(
+    "--conf",
+    "conf",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Extra Spark setting with --master, repeatable (e.g. --conf spark.executor.memory=4g).",
+)
+@click.option(
     "--no-minimize",
     is_flag=True,
     help="Do not shrink caught known-bad runs to their minimal counterexample.",
@@ -540,12 +554,16 @@ def suite(
     out: str | None,
     seeds: int | None,
     workers: int | None,
+    master: str | None,
+    conf: tuple[str, ...],
     no_minimize: bool,
     minimize_runs: int,
     quiet: bool,
 ) -> None:
     """Run a suite of scenarios (default: the default suite of scenarios/suites.toml) or the
     scenario FILES, in parallel, and write summary.json, summary.parquet and report.html.
+    Worker processes by default; with --master each run is a Spark task (same rows, verdicts,
+    digests and run folders).
 
     \b
     Suites: smoke (quick, for CI), catalog (every catalog scenario), full (the catalog plus
@@ -564,16 +582,23 @@ def suite(
     except ScenarioError as err:
         raise UserError(str(err)) from None
     target = Path(out) if out else suites.default_out(chosen)
-    bar = None if quiet else _CountBar(f"suite {chosen.name}", "runs")
+    options = _suite_spark_options(master, conf, workers, target)
+    label = f"suite {chosen.name}" + (f" (spark {master})" if master else "")
+    bar = None if quiet else _CountBar(label, "runs")
     try:
-        outcome = suites.run_suite(
-            chosen,
-            target,
-            seeds=seeds,
-            workers=workers,
-            minimize_runs=0 if no_minimize else minimize_runs,
-            progress=bar and (lambda done, total, _row: bar.update(done, total)),
-        )
+        with _suite_engine(options, label) as engine:
+            outcome = suites.run_suite(
+                chosen,
+                target,
+                seeds=seeds,
+                workers=workers,
+                minimize_runs=0 if no_minimize else minimize_runs,
+                progress=bar and (lambda done, total, _row: bar.update(done, total)),
+                engine=engine,
+            )
+    except KeyboardInterrupt:  # before any run started (Spark starting) or while reporting
+        click.echo("interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     finally:
         if bar is not None:
             bar.close()
@@ -583,6 +608,39 @@ def suite(
     for line in suites.report_lines(outcome):
         click.echo(line)
     sys.exit(outcome.exit_code)
+
+
+def _suite_spark_options(master, conf, workers, target: Path):
+    """``testbed suite``'s Spark options (``None``: worker processes), or a one-line error."""
+    if master is None:
+        if conf:
+            raise UserError("--conf is a Spark setting: add --master (e.g. --master 'local[*]')")
+        return None
+    if workers is not None:
+        raise UserError(
+            "--workers sets worker processes and --master runs on Spark instead: give one of "
+            "them (on Spark the master sets the parallelism, e.g. --master 'local[4]')"
+        )
+    from replay.session import SparkConfError, SparkOptions, parse_conf
+    from replay.suite_tasks import PathNeedsQuotingError, require_plain_path
+
+    try:
+        require_plain_path(target.resolve())
+        return SparkOptions(master=master, conf=parse_conf(conf))
+    except (SparkConfError, PathNeedsQuotingError) as err:
+        raise UserError(str(err)) from None
+
+
+def _suite_engine(options, label: str):
+    """Nothing for worker processes; a Spark session and its engine for ``--master``."""
+    import contextlib
+
+    if options is None:
+        return contextlib.nullcontext()
+    from replay.suite_tasks import spark_runs
+    from testbed.suite import execute
+
+    return spark_runs(options, execute, description=f"testbed {label}")
 
 
 @main.command()
@@ -662,6 +720,7 @@ def sweep(
         if bar is not None:
             bar.close()
         click.echo(f"interrupted: finished seeds kept in {target}", err=True)
+        _echo_sweep_report(target, err=True)
         sys.exit(EXIT_INTERRUPTED)
     if bar is not None:
         bar.close()
@@ -728,6 +787,36 @@ def verify(
     sys.exit(0 if report["ok"] else 1)
 
 
+@main.command()
+@click.option("--quick", is_flag=True, help="Fewer repeats, smaller sizes (a smoke check).")
+@click.option(
+    "--only",
+    metavar="ROW[,ROW]",
+    help="Run only these rows (simulation, search, reader, spark, scaling).",
+)
+@click.option("--repeats", type=click.IntRange(min=1), help="Repeats per measurement.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    help="Where to write the results (default: bench/results.json).",
+)
+def bench(quick: bool, only: str | None, repeats: int | None, out: str | None) -> None:
+    """Run the benchmarks (the same as `python -m bench`): one table, bench/results.json.
+
+    Each row is a ratio against a reference measured in the same run on the same machine, with
+    min / median / max over repeats: simulation speed, property search throughput, the reader
+    and writer against hudi-rs and raw pyarrow, Spark sweeps and verify, scaling. Progress goes
+    to stderr. Exit code 0 when every row ran, 1 when one failed, 2 on bad options.
+    """
+    from bench.cli import BenchUsageError, run_bench
+
+    try:
+        results = run_bench(quick=quick, only=only, repeats=repeats, out=Path(out) if out else None)
+    except BenchUsageError as err:
+        raise UserError(str(err)) from None
+    sys.exit(1 if results["errors"] else 0)
+
+
 def _spark_args(master: str | None, conf: tuple[tuple[str, str], ...]) -> dict:
     return {"conf": conf} | ({"master": master} if master else {})
 
@@ -787,6 +876,14 @@ def _print_sweep_summary(summary: dict, target: Path) -> None:
     if len(summary["failing"]) > 10:
         click.echo(f"  ... {len(summary['failing']) - 10} more in {target / 'summary.json'}")
     click.echo(f"rows: {target / 'sweep.parquet'}  summary: {target / 'summary.json'}")
+    _echo_sweep_report(target)
+
+
+def _echo_sweep_report(target: Path, err: bool = False) -> None:
+    if (target / "report.html").is_file():
+        click.echo(f"report: {target / 'report.html'}", err=err)
+    elif (target / "report_error.txt").is_file():
+        click.echo(f"report.html not written: see {target / 'report_error.txt'}", err=err)
 
 
 if __name__ == "__main__":  # pragma: no cover
