@@ -74,26 +74,73 @@ def decimal_suffixes(strings: pa.ChunkedArray | pa.Array, skip: int) -> np.ndarr
         offsets = np.frombuffer(offsets_buffer, np.int32, n + 1, strings.offset * 4)
         begin, end = int(offsets[0]), int(offsets[-1])
         width = (end - begin) // n
-        if skip < width <= skip + 18 and (np.diff(offsets) == width).all():
+        if (
+            skip < width <= skip + 18
+            and end - begin == n * width
+            and (np.diff(offsets) == width).all()
+        ):
             text = np.frombuffer(data_buffer, np.uint8, end - begin, begin).reshape(n, width)
-            digits = text[:, skip:]
-            if digits.min() >= _ZERO and digits.max() <= _NINE:
-                powers = _POWERS_OF_TEN[width - skip - 1 :: -1]
-                return digits @ powers - _ZERO * int(powers.sum())
+            digits = text[:, skip:] - np.uint8(_ZERO)  # wraps around below "0": > 9 as well
+            if digits.max() <= 9:
+                return digits @ _POWERS_OF_TEN[width - skip - 1 :: -1]
     sliced = pc.utf8_slice_codeunits(strings, skip)
     return pc.cast(sliced, pa.int64()).to_numpy(zero_copy_only=False)
 
 
-_ZERO, _NINE = ord("0"), ord("9")
+_ZERO = ord("0")
 
 
-_counting: list[pa.Array] = [pa.array([], pa.string())]  # "0", "1", ...: grown on demand
+_DIGIT_BLOCKS: list[np.ndarray] = []
+"""Block ``d - 1`` holds the digits of the ``d``-digit numbers (``0..9`` for ``d = 1``) as an
+``(count, d)`` uint8 matrix; built on first use."""
+
+
+def _digit_block(digits: int) -> np.ndarray:
+    while len(_DIGIT_BLOCKS) < digits:
+        d = len(_DIGIT_BLOCKS) + 1
+        low = 0 if d == 1 else 10 ** (d - 1)
+        values = np.arange(low, 10**d, dtype=np.int64)
+        block = (values[:, None] // _POWERS_OF_TEN[d - 1 :: -1]) % 10 + ord("0")
+        _DIGIT_BLOCKS.append(block.astype(np.uint8))
+    return _DIGIT_BLOCKS[digits - 1]
 
 
 def numbered_strings(prefix: str, n: int) -> pa.Array:
     """``prefix + str(i)`` for ``i`` in ``range(n)`` (Hudi's ``_hoodie_commit_seqno`` is
-    ``<instant>_<task>_<i>``): one join against a cached column of the numbers."""
-    counting = _counting[0]
-    if len(counting) < n:
-        counting = _counting[0] = decimal_strings("", np.arange(max(n, 2 * len(counting))), 1)
-    return pc.binary_join_element_wise(prefix, counting.slice(0, n), "")
+    ``<instant>_<task>_<i>``), built in Arrow's buffers: one flush makes one such column per file,
+    where an Arrow compute join costs more than the rows. The numbers of one digit count form a
+    fixed-width matrix (prefix columns, then digit columns), written one after the other."""
+    if n == 0:
+        return pa.array([], pa.string())
+    head = np.frombuffer(prefix.encode(), np.uint8)
+    width = len(head)
+    if n * (width + len(str(n))) >= 2**31:
+        raise ValueError("more characters than one Arrow string array holds (2**31)")
+    pieces = []
+    lengths = []
+    low, digits = 0, 1
+    while low < n:
+        high = min(n, 10**digits)
+        matrix = np.empty((high - low, width + digits), np.uint8)
+        matrix[:, :width] = head
+        matrix[:, width:] = _digit_block(digits)[: high - low]
+        pieces.append(matrix.ravel())
+        lengths.append(np.full(high - low, width + digits, np.int32))
+        low, digits = high, digits + 1
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(np.concatenate(lengths), out=offsets[1:])
+    data = np.concatenate(pieces)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
+
+
+def repeated_string(value: str, n: int) -> pa.Array:
+    """``value`` ``n`` times as an Arrow string array (what ``pa.repeat`` of a string scalar
+    gives), straight from buffers: Hudi's meta columns repeat the commit time, partition and file
+    name on every row of every file written."""
+    encoded = value.encode()
+    if n * len(encoded) >= 2**31:
+        raise ValueError("more characters than one Arrow string array holds (2**31)")
+    offsets = np.arange(0, (n + 1) * len(encoded), len(encoded) or 1, dtype=np.int32)[: n + 1]
+    if not encoded:
+        offsets = np.zeros(n + 1, np.int32)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(encoded * n))

@@ -10,6 +10,7 @@ Paths are relative to the table's base path and always use ``/``.
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -72,6 +73,10 @@ def join(*parts: str) -> str:
     return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
 
 
+def _status_path(status: FileStatus) -> str:
+    return status.path
+
+
 def _check_relative(path: str) -> str:
     if not path or path.startswith("/") or ".." in path.split("/"):
         raise ValueError(f"storage paths are relative to the table and stay inside it: {path!r}")
@@ -90,7 +95,7 @@ class InMemoryStorage:
     storage never reads a real clock. Files are also indexed by folder, so listing a folder costs
     what is in it, not what is in the whole table (a simulated table holds tens of thousands of
     files and the protocol lists the timeline on every commit); a folder's sorted listing is kept
-    until the folder changes, since partitions are listed far more often than written.
+    and updated in place as files come and go, since folders are listed far more often than written.
     """
 
     def __init__(self) -> None:
@@ -99,10 +104,19 @@ class InMemoryStorage:
         self._listings: dict[str, list[FileStatus]] = {}  # folder -> sorted listing, until changed
         self.now_ms = 0
 
-    def _index(self, path: str) -> None:
+    def _index(self, path: str, status: FileStatus) -> None:
+        """Add ``path`` to its folder; a cached listing is updated in place (a timeline or a
+        partition changes with every commit, and re-sorting it each time showed in profiles)."""
         folder, _, name = path.rpartition("/")
-        self._folders.setdefault(folder, set()).add(name)
-        self._listings.pop(folder, None)
+        names = self._folders.setdefault(folder, set())
+        listing = self._listings.get(folder)
+        if listing is not None:
+            at = bisect.bisect_left(listing, path, key=_status_path)
+            if name in names:
+                listing[at] = status
+            else:
+                listing.insert(at, status)
+        names.add(name)
 
     def create_if_absent(self, path: str, data: bytes) -> None:
         _check_relative(path)
@@ -115,8 +129,9 @@ class InMemoryStorage:
 
     def _store(self, path: str, data: bytes) -> None:
         content = bytes(data)
-        self._files[path] = (content, FileStatus(path, len(content), self.now_ms))
-        self._index(path)
+        status = FileStatus(path, len(content), self.now_ms)
+        self._files[path] = (content, status)
+        self._index(path, status)
 
     def read(self, path: str) -> bytes:
         try:
@@ -130,11 +145,14 @@ class InMemoryStorage:
     def delete(self, path: str) -> None:
         if self._files.pop(_check_relative(path), None) is not None:
             folder, _, name = path.rpartition("/")
-            self._listings.pop(folder, None)
+            listing = self._listings.get(folder)
+            if listing is not None:
+                del listing[bisect.bisect_left(listing, path, key=_status_path)]
             names = self._folders[folder]
             names.discard(name)
             if not names:
                 del self._folders[folder]
+                self._listings.pop(folder, None)
 
     def list_dir(self, path: str) -> list[FileStatus]:
         _check_folder(path)

@@ -46,7 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from models.arrow_strings import numbered_strings
+from models.arrow_strings import numbered_strings, repeated_string
 from models.avro_arrow import avro_schema_for
 from models.commit_metadata import (
     CommitMetadata,
@@ -509,11 +509,11 @@ class TableWriter:
         n = data.num_rows
         key = data.column(key_field)
         meta = {
-            "_hoodie_commit_time": pa.repeat(pa.scalar(instant.requested_time, pa.string()), n),
+            "_hoodie_commit_time": repeated_string(instant.requested_time, n),
             "_hoodie_commit_seqno": numbered_strings(f"{instant.requested_time}_{task_id}_", n),
             "_hoodie_record_key": key if key.type == pa.string() else pc.cast(key, pa.string()),
-            "_hoodie_partition_path": pa.repeat(pa.scalar(partition, pa.string()), n),
-            "_hoodie_file_name": pa.repeat(pa.scalar(file_name, pa.string()), n),
+            "_hoodie_partition_path": repeated_string(partition, n),
+            "_hoodie_file_name": repeated_string(file_name, n),
         }
         columns = list(meta.values()) + list(data.columns)
         names = list(meta) + data.column_names

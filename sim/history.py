@@ -17,7 +17,7 @@ from models.history import (
     Event,
     history_digest,
     history_jsonl,
-    normalize_value,
+    recorded_event,
 )
 
 
@@ -45,14 +45,7 @@ class HistoryRecorder:
                 f"history time went backwards: {time} after {self.events[-1].time} "
                 "(record true simulated time, not a process's clock)"
             )
-        event = Event(
-            index=len(self.events),
-            time=time,
-            process=process,
-            type=type,
-            f=f,
-            value=normalize_value(value),
-        )
+        event = recorded_event(len(self.events), time, process, type, f, value)
         self.events.append(event)
         return event
 
