@@ -1,40 +1,50 @@
 """Distributed data verification: read every file group on an executor, join with the ledger.
 
 The in-process checkers read a whole snapshot into one Arrow table; that stops working at tens of
-millions of records. Here nothing record-sized reaches the driver:
+millions of records. Here nothing record-sized reaches the driver, in either direction:
 
-1. The driver lists the latest file slice of every file group (timeline + file names only).
-2. ``mapInArrow`` over one row per file group: each task opens the table itself (cached per
-   Python worker), merges its slice's base file and committed log blocks with our own reader
-   (:func:`models.reader.merge_file_slice`, the same code the checkers use) and yields Arrow
-   batches.
-3. The ledger's model (what the history says the table must hold, :mod:`invariants.ledger`) is
-   written as parquet by the driver, in slices, and read back as a DataFrame.
-4. Spark joins the two on the record key and counts, per kind of damage, with a few sorted
-   examples: **lost** keys (in the model, not in the table), **extra** keys (in the table only),
-   **duplicated** keys (more than one live row, e.g. in two file groups), and **wrong versions**
-   (both sides have the key but some column differs, a null equal only to a null).
+1. The driver lists the latest file slice of every file group (timeline + file names only) and
+   builds the ledger from the history (offset ranges and checkpoints: no records).
+2. **The table**: ``mapInArrow`` over one row per file group; each task opens the table itself
+   (cached per Python worker), merges its slice's base file and committed log blocks with our own
+   reader (:func:`models.reader.merge_file_slice`, the same code the checkers use) and yields
+   Arrow batches.
+3. **The model** (what the history says the table must hold, :meth:`invariants.ledger.Ledger.model`):
+   ``mapInArrow`` over key shards; each task regenerates the covered records (a pure function of
+   seed, job and offset), keeps the keys of its shard and runs the ledger's own merge on them. The
+   model is decided per key (a key's row depends only on that key's versions), so the shards'
+   models side by side are the model, and no task holds more than its shard.
+4. Spark aggregates the table's rows per key (copies, and one copy's columns) and joins them with
+   the model on the record key; one pass counts, per kind of damage: **lost** keys (in the model,
+   not in the table), **extra** keys (in the table only), **duplicated** keys (more than one live
+   row, e.g. in two file groups), and **wrong versions** (both sides have the key but some column
+   differs, a null equal only to a null). The narrow per-key flags stay cached on the executors,
+   so the few sorted examples of each kind found do not read the table again.
 
 The rule for a wrong version compares every model column, which is the same as comparing the
 source position (job, offset) for whole records, since a record is a pure function of it, and is
-what multi-stream partial updates need (one row built from several versions).
+what multi-stream partial updates need (one row built from several versions). A duplicated key
+is compared through its smallest copy (Spark's ordering of the columns), so the verdict does not
+depend on which task read first.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from invariants.ledger import build_ledger
+from invariants.ledger import Ledger, build_ledger
 from models.fsview import FileSlice, latest_file_slices
 from models.history import Event, read_history
 from models.reader import merge_file_slice
-from models.records import RECORD_KEY_FIELD
+from models.records import RECORD_KEY_FIELD, RecordSource, splitmix64
 from models.storage import LocalStorage
 from models.table import HudiTable
 from models.timeline import Timeline
@@ -43,10 +53,18 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 EXAMPLES = 5
-MODEL_ROWS_PER_FILE = 1_000_000
+MODEL_ROWS_PER_SHARD = 2_000_000
+"""Covered records per model task at most (more tasks than cores when the model is bigger):
+bounds what one Python worker holds while it merges its shard."""
+GENERATE_ROWS = 1_000_000
+"""Offsets a model task generates at once before keeping its shard's keys."""
+KEY_HASH_BYTES = 8
+"""A key's shard is a hash of its last bytes (the testbed's keys end in their distinct digits)."""
 PARTITION_PATH = "_hoodie_partition_path"
 FILE_ID = "_testbed_file_id"
 DAMAGE = ("lost", "extra", "duplicated", "wrong_version")
+_COPIES = "__copies"
+_IN_MODEL = "__in_model"
 
 
 class VerifyInputError(ValueError):
@@ -90,14 +108,117 @@ def load_history(path: Path) -> list[Event]:
         raise VerifyInputError(f"{path}: not a testbed history ({error})") from None
 
 
-def write_model(history: Path, out: Path) -> tuple[pa.Schema, int]:
-    """The ledger's model as parquet files under ``out`` (one file per million rows)."""
-    model = build_ledger(load_history(history)).model()
-    out.mkdir(parents=True, exist_ok=True)
-    for index, start in enumerate(range(0, max(model.num_rows, 1), MODEL_ROWS_PER_FILE)):
-        part = model.slice(start, MODEL_ROWS_PER_FILE)
-        pq.write_table(part, out / f"part-{index:05d}.parquet")
-    return model.schema, model.num_rows
+def load_ledger(path: Path) -> Ledger:
+    try:
+        return build_ledger(load_history(path))
+    except ValueError as error:  # LedgerError: a history without its setup event
+        raise VerifyInputError(f"{path}: {error}") from None
+
+
+# --- the model, in key shards ----------------------------------------------------------------
+
+
+def key_shards(keys: pa.Array | pa.ChunkedArray, shards: int) -> np.ndarray:
+    """The shard (``0 <= shard < shards``) of every key: a splitmix64 hash of its last
+    :data:`KEY_HASH_BYTES` bytes and its length, column-wise over the Arrow buffers. Any fixed
+    function of the key would do; this one spreads ``k<id>`` and ``j<job>-<offset>`` keys evenly."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks() if keys.num_chunks else pa.array([], pa.string())
+    keys = keys.cast(pa.large_string())  # 64-bit offsets, whatever came in
+    n = len(keys)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    _, offsets_buffer, data_buffer = keys.buffers()
+    offsets = np.frombuffer(offsets_buffer, np.int64)[keys.offset : keys.offset + n + 1]
+    data = (
+        np.frombuffer(data_buffer, np.uint8) if data_buffer is not None else np.zeros(1, np.uint8)
+    )
+    starts, ends = offsets[:-1], offsets[1:]
+    mixed = (ends - starts).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        for back in range(1, KEY_HASH_BYTES + 1):
+            position = ends - back
+            inside = position >= starts
+            byte = np.where(inside, data[np.where(inside, position, 0)], 0).astype(np.uint64)
+            mixed = mixed * np.uint64(257) + byte
+    return (splitmix64(mixed) % np.uint64(shards)).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class KeyShardSource(RecordSource):
+    """A job's source restricted to the keys of one shard: the same records at the same offsets,
+    the other keys' records left out. The ledger's merge runs per key, so a ledger whose sources
+    are restricted to one shard has exactly that shard's part of the model."""
+
+    shard: int = 0
+    shards: int = 1
+
+    def batch(self, start: int, stop: int) -> pa.Table:
+        parts = []
+        for low in range(start, stop, GENERATE_ROWS):
+            rows = super().batch(low, min(stop, low + GENERATE_ROWS))
+            mine = key_shards(rows.column(RECORD_KEY_FIELD), self.shards) == self.shard
+            parts.append(rows.filter(pa.array(mine)))
+        return pa.concat_tables(parts) if parts else self.schema.empty_table()
+
+
+def shard_ledger(ledger: Ledger, shard: int, shards: int) -> Ledger:
+    """``ledger`` with every job's source restricted to the keys of ``shard``."""
+    jobs = tuple(
+        dataclasses.replace(
+            job,
+            source=KeyShardSource(
+                **{f.name: getattr(job.source, f.name) for f in dataclasses.fields(RecordSource)},
+                shard=shard,
+                shards=shards,
+            ),
+        )
+        for job in ledger.jobs
+    )
+    return dataclasses.replace(ledger, jobs=jobs)
+
+
+def model_schema(ledger: Ledger) -> pa.Schema:
+    """The model's columns (every one nullable, as Spark carries them), from an empty model."""
+    empty = dataclasses.replace(
+        ledger, jobs=tuple(dataclasses.replace(j, covered=0, emitted=0) for j in ledger.jobs)
+    )
+    return pa.schema([f.with_nullable(True) for f in empty.model().schema])
+
+
+def model_shard_count(ledger: Ledger, parallelism: int) -> int:
+    """One model task per core at least, more when a shard would exceed
+    :data:`MODEL_ROWS_PER_SHARD` covered records. Each task generates every covered record once
+    and keeps its shard's (generating is column-wise numpy, ~0.5 s per million records; merging
+    is what must not exceed a worker's memory), so with one task per core the wall time is about
+    one generation; beyond ``cores * MODEL_ROWS_PER_SHARD`` records it grows with the square of
+    the covered records over the cores."""
+    covered = sum(job.covered for job in ledger.jobs)
+    return max(1, parallelism, math.ceil(covered / MODEL_ROWS_PER_SHARD))
+
+
+def model_shards(ledger: Ledger, schema: pa.Schema, shards: int):
+    """The ``mapInArrow`` function: shard ids in, the model rows of those shards out."""
+
+    def build(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for shard in batch.column(0).to_pylist():
+                rows = shard_ledger(ledger, shard, shards).model()
+                yield from _shaped(rows, schema).to_batches()
+
+    return build
+
+
+def model_rows(spark: SparkSession, ledger: Ledger, schema: pa.Schema) -> tuple[DataFrame, int]:
+    """The ledger's model as a DataFrame, computed on the executors in key shards."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    shards = model_shard_count(ledger, spark.sparkContext.defaultParallelism)
+    ids = spark.range(0, shards, 1, shards)
+    return ids.mapInArrow(model_shards(ledger, schema, shards), from_arrow_schema(schema)), shards
+
+
+# --- the table, one task per file group ------------------------------------------------------
 
 
 def slice_listing(table_root: Path) -> list[tuple[str, str]]:
@@ -122,11 +243,11 @@ def _open(root: str) -> tuple[HudiTable, dict[tuple[str, str], tuple[Timeline, F
     return _OPEN[root]
 
 
-def output_schema(model_schema: pa.Schema | None) -> pa.Schema:
+def output_schema(model: pa.Schema | None) -> pa.Schema:
     """Columns a read task yields: the model's (or just the key), the partition, the file id."""
     fields = [pa.field(RECORD_KEY_FIELD, pa.string())]
-    if model_schema is not None:
-        fields = [f.with_nullable(True) for f in model_schema]
+    if model is not None:
+        fields = [f.with_nullable(True) for f in model]
     return pa.schema(
         [*fields, pa.field(PARTITION_PATH, pa.string()), pa.field(FILE_ID, pa.string())]
     )
@@ -150,7 +271,9 @@ def read_file_groups(root: str, schema: pa.Schema):
     return read
 
 
-def _shaped(rows: pa.Table, schema: pa.Schema, partition: str, file_id: str) -> pa.Table:
+def _shaped(
+    rows: pa.Table, schema: pa.Schema, partition: str | None = None, file_id: str | None = None
+) -> pa.Table:
     n = rows.num_rows
     columns = []
     for field in schema:
@@ -180,55 +303,87 @@ def table_rows(spark: SparkSession, table_root: Path, schema: pa.Schema) -> tupl
     return rows, len(groups)
 
 
+# --- the comparison -------------------------------------------------------------------------
+
+
 def verify(
     spark: SparkSession, target: Target, work_dir: Path, *, examples: int = EXAMPLES
 ) -> dict[str, Any]:
-    """Compare the table with its ledger on Spark; the report ``verify.json`` carries."""
+    """Compare the table with its ledger on Spark; the report ``verify.json`` carries.
+
+    ``work_dir`` is kept for callers that pass one (the model no longer goes through files)."""
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    model_schema = None
-    model_rows = None
-    if target.history is not None:
-        model_schema, model_rows = write_model(target.history, work_dir / "model")
-    rows, file_groups = table_rows(spark, target.table_root, output_schema(model_schema))
-    rows = rows.cache()
+    del work_dir
     key = RECORD_KEY_FIELD
-    counts = rows.groupBy(key).agg(F.count(F.lit(1)).alias("copies"))
-    duplicated = counts.where(F.col("copies") > 1)
-    report: dict[str, Any] = {
-        "table": str(target.table_root),
-        "ledger": str(target.history) if target.history else None,
-        "file_groups": file_groups,
-        "rows": {"table": rows.count(), "model": model_rows},
-        "duplicated": _damage(duplicated, key, examples),
-    }
-    if model_schema is not None:
-        model = spark.read.parquet(str(work_dir / "model"))
-        first = rows.dropDuplicates([key])
-        in_model = F.col("m.__present").isNotNull()
-        in_table = F.col(f"t.{FILE_ID}").isNotNull()
-        joined = (
-            model.withColumn("__present", F.lit(True))
-            .alias("m")
-            .join(first.alias("t"), on=key, how="full_outer")
+    ledger = load_ledger(target.history) if target.history is not None else None
+    schema = model_schema(ledger) if ledger is not None else None
+    rows, file_groups = table_rows(spark, target.table_root, output_schema(schema))
+    columns = [n for n in (schema.names if schema is not None else ()) if n != key]
+    # per key: how many live rows, and the smallest copy's columns (deterministic)
+    copy = [F.min(F.struct(*[F.col(n).alias(f"t__{n}") for n in columns])).alias("__t")]
+    per_key = rows.groupBy(key).agg(F.count(F.lit(1)).alias(_COPIES), *(copy if columns else []))
+    flags = {"duplicated": F.coalesce(F.col(_COPIES) > 1, F.lit(False))}
+    shards = None
+    if ledger is not None:
+        model, shards = model_rows(spark, ledger, schema)
+        model = model.select(
+            key, F.lit(True).alias(_IN_MODEL), *[F.col(n).alias(f"m__{n}") for n in columns]
         )
+        joined = model.join(per_key, on=key, how="full_outer")
+        in_model = F.col(_IN_MODEL).isNotNull()
+        in_table = F.col(_COPIES).isNotNull()
         differs = F.lit(False)
-        for name in model_schema.names:
-            if name != key:
-                differs = differs | ~F.col(f"m.{name}").eqNullSafe(F.col(f"t.{name}"))
-        report["lost"] = _damage(joined.where(in_model & ~in_table), key, examples)
-        report["extra"] = _damage(joined.where(~in_model & in_table), key, examples)
-        report["wrong_version"] = _damage(
-            joined.where(in_model & in_table & differs), key, examples
-        )
-    rows.unpersist()
+        for name in columns:
+            differs = differs | ~F.col(f"m__{name}").eqNullSafe(F.col(f"__t.t__{name}"))
+        flags["lost"] = in_model & ~in_table
+        flags["extra"] = ~in_model & in_table
+        flags["wrong_version"] = in_model & in_table & differs
+    else:
+        joined = per_key.withColumn(_IN_MODEL, F.lit(None).cast("boolean"))
+    narrow = joined.select(
+        key,
+        F.coalesce(F.col(_COPIES), F.lit(0)).alias(_COPIES),
+        F.col(_IN_MODEL).isNotNull().alias(_IN_MODEL),
+        *[flag.alias(kind) for kind, flag in flags.items()],
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        totals = narrow.agg(
+            F.coalesce(F.sum(_COPIES), F.lit(0)).alias("table"),
+            F.sum(F.col(_IN_MODEL).cast("long")).alias("model"),
+            *[F.sum(F.col(kind).cast("long")).alias(kind) for kind in flags],
+        ).first()
+        report: dict[str, Any] = {
+            "table": str(target.table_root),
+            "ledger": str(target.history) if target.history else None,
+            "file_groups": file_groups,
+            "model_shards": shards,
+            "rows": {
+                "table": int(totals["table"]),
+                "model": int(totals["model"] or 0) if ledger is not None else None,
+            },
+        }
+        for kind in DAMAGE:
+            if kind in flags:
+                count = int(totals[kind] or 0)
+                report[kind] = {
+                    "count": count,
+                    "examples": _examples(narrow, kind, count, examples),
+                }
+    finally:
+        narrow.unpersist()
     report["ok"] = all(report[kind]["count"] == 0 for kind in DAMAGE if kind in report)
     return report
 
 
-def _damage(rows: DataFrame, key: str, examples: int) -> dict[str, Any]:
-    picked = rows.select(key).orderBy(key).limit(examples).collect()
-    return {"count": rows.count(), "examples": [row[key] for row in picked]}
+def _examples(flags: DataFrame, kind: str, count: int, examples: int) -> list[str]:
+    """The first ``examples`` keys (sorted) flagged ``kind``: a top-k per partition, never more
+    than ``examples`` keys per task reach the driver."""
+    if count == 0 or examples <= 0:
+        return []
+    picked = flags.where(kind).select(RECORD_KEY_FIELD).orderBy(RECORD_KEY_FIELD).limit(examples)
+    return [row[RECORD_KEY_FIELD] for row in picked.collect()]
 
 
 def describe(report: dict[str, Any]) -> list[str]:

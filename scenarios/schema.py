@@ -41,7 +41,9 @@ from pydantic.fields import FieldInfo
 __all__ = [
     "FAULT_KINDS",
     "INVARIANTS",
+    "LARGE_TAG",
     "PROTOCOL_VARIANTS",
+    "SCENARIO_TAGS",
     "ExpectSpec",
     "FaultSpec",
     "JobSpec",
@@ -200,6 +202,13 @@ class _Spec(BaseModel):
 # the tables
 
 
+ScenarioTag = Literal["large"]
+SCENARIO_TAGS: tuple[str, ...] = get_args(ScenarioTag)
+"""Tags a ``[scenario] tags`` list may use (docs/scenarios.md)."""
+LARGE_TAG = "large"
+"""A scenario too big for the default suites and test runs (it is run by name)."""
+
+
 class ScenarioInfo(_Spec):
     """``[scenario]``: what the scenario is and how long it runs."""
 
@@ -211,6 +220,10 @@ class ScenarioInfo(_Spec):
     """Simulated seconds of load and faults; then the source stops and the run drains."""
     seed: NonNegativeInt = 0
     """Seed of every random draw; same scenario + seed + code = the same history."""
+    tags: Annotated[tuple[ScenarioTag, ...], Field(strict=False)] = ()
+    """Labels that change where the scenario runs, not what it does: ``large`` (millions of
+    records, minutes of CPU) keeps a catalog scenario out of the ``"*"`` suite patterns and the
+    default test runs; it runs only where named (the ``large`` suite)."""
 
 
 class TableSpec(_Spec):

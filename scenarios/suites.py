@@ -3,6 +3,9 @@
 A suite is what an engineer runs before merging a protocol change ("every catalog scenario"), so
 its definition is data next to the catalog (``scenarios/suites.toml``, documented in
 ``docs/scenarios.md``, "Suites"), not code: adding a scenario to a suite is a one-line edit.
+Patterns (``"*"``) leave out catalog scenarios tagged ``large`` (``[scenario] tags``): a
+multi-million-record table would turn "every catalog scenario" from minutes into an hour, so
+those run only where a suite names them exactly (the ``large`` suite).
 
 A *grid* derives scenarios from one catalog scenario by setting dotted keys
 (``time.max_expected_skew_ms``, ``jobs[*].concurrency``) over lists of values, one scenario per
@@ -36,7 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scenarios.schema import INVARIANTS, Scenario, ScenarioError, load_scenario, scenario_from_dict
+from scenarios.schema import (
+    INVARIANTS,
+    LARGE_TAG,
+    Scenario,
+    ScenarioError,
+    load_scenario,
+    scenario_from_dict,
+)
 
 __all__ = [
     "EXPECT_MODES",
@@ -52,6 +62,7 @@ __all__ = [
     "evaluate_condition",
     "expand_grid",
     "files_suite",
+    "large_scenarios",
     "load_suites",
     "set_key",
 ]
@@ -164,6 +175,8 @@ class SuiteBook:
     grids: Mapping[str, GridSpec]
     source: Path
     catalog: Mapping[str, Path]
+    large: frozenset[str] = frozenset()
+    """Catalog scenarios tagged ``large``: only a pattern that is their exact name picks them."""
 
     def suite(self, name: str) -> Suite:
         """The suite ``name`` with its scenarios loaded and grids expanded, in file order
@@ -188,18 +201,34 @@ class SuiteBook:
 
 
 def _match_catalog(book: SuiteBook, spec: SuiteSpec, key: str) -> list[str]:
+    """The catalog names ``spec``'s patterns pick, in pattern order. A large scenario (tagged
+    ``large``: minutes of CPU, gigabytes of table) is picked only by its exact name, so ``"*"``
+    stays the catalog an engineer runs before every merge."""
     names: list[str] = []
     for pattern in spec.scenarios:
-        matched = sorted(n for n in book.catalog if fnmatch.fnmatchcase(n, pattern))
+        if pattern in book.catalog:
+            matched = [pattern]
+        else:
+            matched = sorted(
+                n for n in book.catalog if n not in book.large and fnmatch.fnmatchcase(n, pattern)
+            )
         if not matched:
             raise ScenarioError(
                 str(book.source),
                 key,
-                f"{pattern!r} names no catalog scenario",
+                f"{pattern!r} names no catalog scenario (large ones only by their exact name)",
                 ", ".join(book.catalog),
             )
         names += [n for n in matched if n not in names]
     return names
+
+
+def large_scenarios(catalog: Mapping[str, Path]) -> frozenset[str]:
+    """The names of the catalog scenarios tagged ``large`` (each file is read and validated: a
+    broken catalog file is one :class:`ScenarioError` here, as it would be when run)."""
+    return frozenset(
+        name for name, path in catalog.items() if LARGE_TAG in load_scenario(path).scenario.tags
+    )
 
 
 def catalog_files(folder: Path | None = None) -> dict[str, Path]:
@@ -250,7 +279,7 @@ def load_suites(
         raise ScenarioError(
             source, "default", f"{default!r} is not a suite of this file", ", ".join(suites)
         )
-    book = SuiteBook(default, suites, grids, Path(path), catalog)
+    book = SuiteBook(default, suites, grids, Path(path), catalog, large_scenarios(catalog))
     for spec in suites.values():
         _match_catalog(book, spec, f"suites.{spec.name}.scenarios")
     for grid in grids.values():

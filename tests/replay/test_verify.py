@@ -2,25 +2,36 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from invariants.ledger import build_ledger
 from models.fsview import latest_file_slices
 from models.logfile import DataBlock, read_log_blocks
 from models.reader import read_snapshot
 from models.storage import LocalStorage
 from models.table import HudiTable
 from replay.session import SparkOptions, spark_session
-from replay.verify import resolve_target
+from replay.verify import (
+    key_shards,
+    model_schema,
+    model_shard_count,
+    resolve_target,
+    shard_ledger,
+)
 from replay.verify import verify as verify_table
+from scenarios import catalog_dir, load_scenario, scenario_from_dict
 from scenarios.schema import parse_scenario
+from sim.world import World
 from testbed.cli import main
 from testbed.run import run_scenario
 from tests.hudi_oracle import oracle_read
@@ -175,6 +186,59 @@ def test_a_stale_version_in_a_base_file_is_reported_as_that_key(spark, damaged):
     assert not report["ok"]
     assert report["wrong_version"] == {"count": 1, "examples": [victim]}
     assert report["lost"]["count"] == report["extra"]["count"] == report["duplicated"]["count"] == 0
+
+
+# --- the model in key shards (no Spark) ------------------------------------------------------
+
+
+def test_key_shards_are_a_fixed_function_of_the_key_and_spread_evenly():
+    keys = pa.array([f"k{i:08d}" for i in range(4000)] + ["j1-000000000007", "", "\u00e9t\u00e9"])
+    shards = key_shards(keys, 4)
+    assert shards.min() >= 0 and shards.max() < 4
+    assert (key_shards(pa.chunked_array([keys[:10], keys[10:]]), 4) == shards).all()
+    assert (key_shards(keys.slice(3), 4) == shards[3:]).all()  # offsets into shared buffers
+    assert (np.bincount(shards[:4000], minlength=4) > 800).all()
+    assert len(key_shards(pa.array([], pa.string()), 4)) == 0
+
+
+def _ledger_of(stem: str, **table: object):
+    """The ledger of a short in-memory run of a catalog scenario (10 s, table keys overridden)."""
+    data = load_scenario(catalog_dir() / f"{stem}.toml").model_dump(mode="json")
+    data["scenario"]["duration_s"] = 10
+    data["table"].update(storage="memory", **table)
+    outcome = World(scenario_from_dict(data, stem)).run()
+    return build_ledger(outcome.history.events)
+
+
+@pytest.mark.parametrize(
+    ("stem", "table"),
+    [
+        ("async_baseline", {}),  # whole records, event-time ordering
+        ("nbcc_two_jobs", {"merge_mode": "COMMIT_TIME_ORDERING"}),  # last commit across jobs
+        ("minibatch_insert", {}),  # inserts: every record
+        ("partial_updates_two_streams", {}),  # column groups
+    ],
+)
+def test_the_shards_models_side_by_side_are_the_ledger_model(stem, table):
+    ledger = _ledger_of(stem, **table)
+    model = ledger.model()
+    assert model.num_rows
+    shards = [shard_ledger(ledger, shard, 3).model() for shard in range(3)]
+    assert all(part.num_rows for part in shards)
+    together = pa.concat_tables(shards)
+    together = together.take(pc.sort_indices(together, [("key", "ascending")]))
+    assert together.equals(model)
+    assert model_schema(ledger) == pa.schema([f.with_nullable(True) for f in model.schema])
+
+
+def test_a_model_task_per_core_more_when_a_shard_would_be_too_big():
+    ledger = _ledger_of("async_baseline")
+    covered = sum(job.covered for job in ledger.jobs)
+    assert model_shard_count(ledger, 2) == 2
+    big = dataclasses.replace(
+        ledger, jobs=tuple(dataclasses.replace(j, covered=5_000_001) for j in ledger.jobs)
+    )
+    assert covered < 5_000_001 and model_shard_count(big, 2) == 3
 
 
 def test_a_memory_run_or_a_plain_folder_is_refused_in_one_line(tmp_path):

@@ -1,5 +1,6 @@
 """The bundled catalog: every file loads, is named after its file, and stays small enough to run
-in seconds (the suite runs all of them before every protocol change)."""
+in seconds (the suite runs all of them before every protocol change), except the few tagged
+``large``, which no default run simulates (they are only loaded here)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,16 @@ from pathlib import Path
 import pytest
 
 from scenarios import catalog, catalog_dir, load_scenario, parse_scenario, resolved_toml
-from scenarios.schema import ProtocolSpec
+from scenarios.schema import LARGE_TAG, ProtocolSpec
 
 FILES = catalog()
+SMALL = [path for path in FILES if LARGE_TAG not in load_scenario(path).scenario.tags]
+LARGE = {"large_table"}
 
 EXPECTED = {
     "async_baseline": (),
     "async_lost_acks": (),
+    "duplicate_acks": (),
     "blocking_stalls": (),
     "minibatch_upsert": ("exactly_once",),
     "minibatch_insert": ("exactly_once", "no_data_loss"),
@@ -41,6 +45,7 @@ EXPECTED = {
     "occ_contention": (),
     "partial_updates_two_streams": (),
     "partial_update_row_merge": ("no_data_loss", "merge_convergence"),
+    "large_table": (),
 }
 
 
@@ -59,7 +64,15 @@ def test_catalog_file_loads_and_is_named_after_its_file(path: Path) -> None:
     assert parse_scenario(resolved_toml(scenario)) == scenario
 
 
-@pytest.mark.parametrize("path", FILES, ids=[path.stem for path in FILES])
+def test_only_the_large_scenarios_are_tagged_large() -> None:
+    assert {path.stem for path in FILES} - {path.stem for path in SMALL} == LARGE
+    for stem in LARGE:  # millions of records on local storage: what `testbed verify` is for
+        scenario = load_scenario(catalog_dir() / f"{stem}.toml")
+        emitted = sum(j.records_per_s for j in scenario.jobs) * scenario.scenario.duration_s
+        assert emitted >= 2_000_000 and scenario.table.storage == "local", stem
+
+
+@pytest.mark.parametrize("path", SMALL, ids=[path.stem for path in SMALL])
 def test_catalog_file_is_small(path: Path) -> None:
     scenario = load_scenario(path)
     assert 60 <= scenario.scenario.duration_s <= 300

@@ -37,6 +37,7 @@ DEFAULTS: dict[str, Any] = {
     "scenario.description": "",
     "scenario.duration_s": 60,
     "scenario.seed": 0,
+    "scenario.tags": (),
     "table.type": "MERGE_ON_READ",
     "table.storage": "memory",
     "table.partitions": 2,

@@ -9,18 +9,21 @@ from pathlib import Path
 import pytest
 
 from scenarios import INVARIANTS, ScenarioError, catalog, load_scenario
+from scenarios.schema import LARGE_TAG
 from scenarios.suites import (
     SUITES_FILE,
     Expectation,
     catalog_files,
     evaluate_condition,
     files_suite,
+    large_scenarios,
     load_suites,
     set_key,
 )
 
 BOOK = load_suites()
 CATALOG = {path.stem for path in catalog()}
+LARGE = {path.stem for path in catalog() if LARGE_TAG in load_scenario(path).scenario.tags}
 
 
 @pytest.mark.parametrize("name", list(BOOK.suites))
@@ -54,10 +57,54 @@ def test_every_named_scenario_and_grid_exists():
         assert grid.regions, f"grid {grid.name} states no expectation"
 
 
-def test_default_suite_runs_the_whole_catalog():
+def test_default_suite_runs_the_whole_catalog_but_the_large_scenarios():
     suite = BOOK.suite(BOOK.default)
-    assert {entry.name for entry in suite.scenarios} >= CATALOG
+    names = {entry.name for entry in suite.scenarios}
+    assert LARGE and names >= CATALOG - LARGE and not names & LARGE
     assert BOOK.suite("catalog").scenarios == tuple(e for e in suite.scenarios if e.grid is None)
+
+
+def test_the_large_suite_runs_exactly_the_large_scenarios():
+    assert BOOK.large == LARGE == large_scenarios(catalog_files())
+    assert {e.name for e in BOOK.suite("large").scenarios} == LARGE
+
+
+def _tagged_catalog(tmp_path: Path) -> dict[str, Path]:
+    """Two catalog scenarios, one of them copied and tagged ``large``."""
+    catalog = {name: catalog_files()[name] for name in ("async_baseline", "blocking_stalls")}
+    text = (
+        catalog["async_baseline"]
+        .read_text()
+        .replace('name = "async_baseline"', 'name = "async_big"\ntags = ["large"]')
+    )
+    (tmp_path / "async_big.toml").write_text(text)
+    return {**catalog, "async_big": tmp_path / "async_big.toml"}
+
+
+@pytest.mark.parametrize(
+    ("patterns", "picked"),
+    [
+        (["*"], ["async_baseline", "blocking_stalls"]),
+        (["async_*"], ["async_baseline"]),
+        (["async_big"], ["async_big"]),
+        (["*", "async_big"], ["async_baseline", "blocking_stalls", "async_big"]),
+    ],
+)
+def test_patterns_leave_out_large_scenarios_and_exact_names_pick_them(tmp_path, patterns, picked):
+    catalog = _tagged_catalog(tmp_path)
+    text = GOOD.replace(
+        'scenarios = ["async_baseline"]', f"scenarios = {patterns!r}".replace("'", '"')
+    )
+    book = load_suites(write(tmp_path, text), catalog=catalog)
+    assert book.large == {"async_big"}
+    names = [e.name for e in book.suite("mine").scenarios if e.grid is None]
+    assert names == picked
+
+
+def test_a_pattern_that_only_matches_large_scenarios_is_an_error(tmp_path):
+    text = GOOD.replace('scenarios = ["async_baseline"]', 'scenarios = ["async_b?g"]')
+    with pytest.raises(ScenarioError, match="large ones only by their exact name"):
+        load_suites(write(tmp_path, text), catalog=_tagged_catalog(tmp_path))
 
 
 def test_smoke_is_a_handful_covering_async_blocking_and_a_known_bad_variant():
