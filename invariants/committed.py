@@ -25,7 +25,6 @@ soon as the caller drops them.
 
 from __future__ import annotations
 
-import io
 import re
 import weakref
 from collections.abc import Iterable, Sequence
@@ -36,7 +35,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from models.archive import ArchivedTimeline
 from models.commit_metadata import (
@@ -45,12 +43,14 @@ from models.commit_metadata import (
     read_commit_metadata,
     read_compaction_plan,
 )
+from models.fsview import FileGroup
 from models.history import Event
 from models.instant_time import format_epoch_ms
-from models.logfile import CommandBlock, DataBlock, DeleteBlock, read_log_blocks
-from models.reader import read_snapshot
+from models.logfile import CommandBlock, DataBlock, DeleteBlock
+from models.reader import decoded_log_blocks, decoded_parquet, read_snapshot
 from models.storage import FileStatus
-from models.table import HudiTable, ViewOptions
+from models.table import HudiTable, ReadCache, ViewOptions
+from models.timeline import Timeline
 
 COMPACTION_ACTIONS = ("compaction", "logcompaction")
 """Actions that rewrite committed records instead of writing new ones."""
@@ -468,6 +468,10 @@ class CommittedTable:
             )
         )
         self._reads: dict[tuple[object, ...], pa.Table] = {}
+        self.read_cache = ReadCache()
+        """Decoded files, merged slices and file groups, shared by every read of this table
+        (the reader's time travel, the file-system view, the base files of the rows above): one
+        decoding per file content for a whole check, within the cache's bound."""
 
     # --- instants ------------------------------------------------------------------------------
 
@@ -560,12 +564,13 @@ class CommittedTable:
             return
         key_fields = self.config.record_key_fields
         if not f.is_log:
-            # ParquetFile.read skips the dataset layer: several times faster on small files
-            rows = pq.ParquetFile(io.BytesIO(data)).read()
+            rows = decoded_parquet(data, self.read_cache)
             yield normalize_rows(rows, f.partition, index, key_fields)
             return
         try:
-            blocks = read_log_blocks(data)
+            # not kept: most logs are read here once (the reader needs only the latest slices'),
+            # and the files a run just wrote come decoded from models.logfile anyway
+            blocks = decoded_log_blocks(data)
         except ValueError as err:
             raise CommittedTableError(f"{f.path}: {err}") from None
         cancelled = {b.target_instant_time for b in blocks if isinstance(b, CommandBlock)}
@@ -580,6 +585,13 @@ class CommittedTable:
 
     # --- the system under test -----------------------------------------------------------------
 
+    def sut_file_groups(
+        self, view: SystemView, as_of: str | None = None
+    ) -> tuple[Timeline, list[FileGroup]]:
+        """The file groups (at ``as_of``) of the system under test's file-system view, computed
+        once per input for all checkers (:class:`~models.table.ReadCache`)."""
+        return view.table.file_groups(as_of=as_of, options=view.options, cache=self.read_cache)
+
     def sut_read(self, view: SystemView, as_of: str | None = None) -> pa.Table:
         """The reader's snapshot (at ``as_of``) through the system under test's view.
 
@@ -590,7 +602,9 @@ class CommittedTable:
         cached = self._reads.get(key)
         if cached is not None:
             return cached
-        snapshot = read_snapshot(view.table, as_of=as_of, options=view.options)
+        snapshot = read_snapshot(
+            view.table, as_of=as_of, options=view.options, cache=self.read_cache
+        )
         self._reads[key] = snapshot
         while sum(t.num_rows for t in self._reads.values()) > READ_CACHE_ROWS and self._reads:
             del self._reads[next(iter(self._reads))]

@@ -78,8 +78,8 @@ def _against_ledger(events: Sequence[Event], snapshot: pa.Table) -> list[Violati
     data = _data_columns(snapshot, model.schema if grouped else SCHEMA)
     anchor = tuple(j.covered_event for j in ledger.jobs if j.covered_event is not None)
     violations = []
-    model_keys = model.column(RECORD_KEY_FIELD).to_pylist()
-    read_keys = data.column(RECORD_KEY_FIELD).to_pylist() if data.num_rows else []
+    model_keys = model.column(RECORD_KEY_FIELD)
+    read_keys = data.column(RECORD_KEY_FIELD)
     duplicates = _duplicates(read_keys)
     if duplicates:
         violations.append(
@@ -89,8 +89,8 @@ def _against_ledger(events: Sequence[Event], snapshot: pa.Table) -> list[Violati
                 anchor,
             )
         )
-    model_set, read_set = set(model_keys), set(read_keys)
-    missing = sorted(model_set - read_set)
+    model_set, read_set = pc.unique(model_keys), pc.unique(read_keys)
+    missing = _sorted_list(model_set.filter(pc.invert(pc.is_in(model_set, value_set=read_set))))
     if missing:
         violations.append(
             Violation(
@@ -99,7 +99,7 @@ def _against_ledger(events: Sequence[Event], snapshot: pa.Table) -> list[Violati
                 anchor,
             )
         )
-    extra = sorted(read_set - model_set)
+    extra = _sorted_list(read_set.filter(pc.invert(pc.is_in(read_set, value_set=model_set))))
     if extra:
         violations.append(
             Violation(
@@ -135,14 +135,15 @@ def _data_columns(snapshot: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in schema]))
 
 
-def _duplicates(keys: list[str]) -> list[str]:
-    seen: set[str] = set()
-    out: list[str] = []
-    for key in keys:
-        if key in seen:
-            out.append(key)
-        seen.add(key)
-    return sorted(set(out))
+def _duplicates(keys: pa.ChunkedArray) -> list[str]:
+    """The keys that appear more than once, sorted."""
+    counts = pc.value_counts(keys)
+    return _sorted_list(counts.field("values").filter(pc.greater(counts.field("counts"), 1)))
+
+
+def _sorted_list(values: pa.Array) -> list[str]:
+    """Distinct values as a sorted Python list (only what is reported becomes Python objects)."""
+    return sorted(values.to_pylist())
 
 
 def _different_versions(model: pa.Table, data: pa.Table, *, every_column: bool) -> list[str]:

@@ -60,7 +60,6 @@ EXAMPLES = 3
 MAX_VIOLATIONS = 6
 _SEP = "\x1f"
 _NULL = "\x00"
-_UNCHECKED = "\x1e"
 
 
 def check_no_uncommitted_read(events: Sequence[Event], table: HudiTable) -> Verdict:
@@ -81,12 +80,10 @@ def check_no_uncommitted_read(events: Sequence[Event], table: HudiTable) -> Verd
         if snapshot.num_rows == 0 or RECORD_KEY not in snapshot.column_names:
             continue
         foreign = np.zeros(snapshot.num_rows, bool)
+        upto = None if bound is None else rows.completion <= int(bound)
         for part in parts:
-            allowed = _committed_fingerprints(rows, part)
-            if bound is not None:
-                allowed = allowed.filter(_upto(rows, bound))
-            read = _read_fingerprints(snapshot, part)
-            foreign |= _beyond_committed(read, allowed)
+            codes, unchecked = _read_codes(snapshot, rows, part, upto)
+            foreign |= _beyond_committed(codes, unchecked, _committed_codes(rows, part), upto)
         if not foreign.any():
             continue
         mask = pa.array(foreign)
@@ -143,28 +140,131 @@ def _read_fingerprints(snapshot: pa.Table, part: _Part) -> pa.ChunkedArray:
     return pc.if_else(written, prints, pa.scalar(None, pa.string()))
 
 
-def _beyond_committed(read: pa.ChunkedArray, allowed: pa.ChunkedArray) -> np.ndarray:
-    """Which returned rows are not backed by a committed row: rows no committed row equals, and
-    the copies of a row beyond how often it was committed (a leftover file of a completed instant
-    holding the same records as a listed one shows its rows twice)."""
-    unchecked = pc.is_null(read).to_numpy(zero_copy_only=False)  # a group nobody wrote yet
-    read = pc.fill_null(read, _UNCHECKED)
-    allowed_counts = pc.value_counts(allowed.filter(pc.is_valid(allowed)))
-    committed = np.append(allowed_counts.field("counts").to_numpy(zero_copy_only=False), 0)
-    known = pc.index_in(read, value_set=allowed_counts.field("values"))
-    at = pc.fill_null(known, len(committed) - 1).to_numpy(zero_copy_only=False)
-    # rank of each returned row among the returned rows with the same value: 0, 1, 2...
-    codes = pc.dictionary_encode(read).combine_chunks().indices.to_numpy(zero_copy_only=False)
-    order = np.argsort(codes, kind="stable")
-    starts = np.r_[True, codes[order][1:] != codes[order][:-1]]
+def _beyond_committed(
+    read: np.ndarray, unchecked: np.ndarray, committed: _Codes, upto: np.ndarray | None
+) -> np.ndarray:
+    """Which returned rows are not backed by a committed row (of those ``upto`` marks, all if
+    None): rows no committed row equals, and the copies of a row beyond how often it was
+    committed (a leftover file of a completed instant holding the same records as a listed one
+    shows its rows twice). ``read[i]`` is the code of the committed fingerprint returned row
+    ``i`` equals (-1: none, :func:`_read_codes`); ``unchecked`` rows (a group nobody wrote yet)
+    are never reported."""
+    codes = committed.codes if upto is None else committed.codes[upto]
+    counts = np.bincount(codes[codes >= 0], minlength=len(committed.values) + 1)
+    counts[-1] = 0  # the slot of the rows no committed row equals
+    at = np.where(read >= 0, read, len(committed.values))
+    # rank of each returned row among the returned rows with the same value: 0, 1, 2... (rows
+    # no committed row equals share one slot, but they are beyond at any rank)
+    order = np.argsort(at, kind="stable")
+    starts = np.r_[True, at[order][1:] != at[order][:-1]]
     group_start = np.maximum.accumulate(np.where(starts, np.arange(len(order)), 0))
     rank = np.empty(len(order), np.int64)
     rank[order] = np.arange(len(order)) - group_start
-    return (rank >= committed[at]) & ~unchecked
+    return (rank >= counts[at]) & ~unchecked
 
 
-def _upto(rows: CommittedRows, bound: str) -> pa.Array:
-    return pa.array(rows.completion <= int(bound))
+@dataclass(frozen=True)
+class _Codes:
+    """The committed fingerprints of a part, encoded once per run.
+
+    ``values`` are the distinct fingerprints and ``codes[r]`` the position of committed row
+    ``r``'s there (-1 where the row cannot back the part). To find the code of a returned row
+    without hashing its whole fingerprint, committed rows are also sorted by ``slots``: the code
+    of their identity (partition and key, in ``idents``) times ``len(times) + 1`` plus the code
+    of their commit time (in ``times``; 0 for a column group, which has no commit time);
+    ``slot_rows`` are the committed rows in that order."""
+
+    values: pa.Array
+    codes: np.ndarray
+    idents: pa.Array
+    ident_codes: np.ndarray
+    """Per committed row, the position of its identity in ``idents`` (-1: none)."""
+    times: pa.Array | None
+    slots: np.ndarray
+    slot_rows: np.ndarray
+
+
+def _read_codes(
+    snapshot: pa.Table, rows: CommittedRows, part: _Part, upto: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each returned row, the code (:class:`_Codes`) of the committed fingerprint its
+    fingerprint equals (-1: none, or only rows outside ``upto`` equal it: :func:`_beyond_committed`
+    reports it either way), and whether the row is unchecked (its fingerprint is null: no
+    partition or key, or a group it has no value for).
+
+    The same answer as looking the row's :func:`_read_fingerprints` up among the committed ones,
+    found more cheaply: the committed rows of the same partition, key and commit time (one, as a
+    rule) are the only candidates, and each candidate is compared column by column as the
+    fingerprint compares them (values as text, a null equal only to a null)."""
+    committed = _committed_codes(rows, part)
+    n = snapshot.num_rows
+    partition, key = snapshot.column(PARTITION_PATH), snapshot.column(RECORD_KEY)
+    unchecked = pc.or_(pc.is_null(partition), pc.is_null(key)).to_numpy(zero_copy_only=False)
+    values = [snapshot.column(c) if c in snapshot.column_names else None for c in part.columns]
+    if part.group is not None:
+        present = [v for v in values if v is not None]
+        if not present:  # no file read has the group: nothing to check
+            return np.full(n, -1, np.int64), np.ones(n, bool)
+        written = functools.reduce(pc.or_, [pc.is_valid(v) for v in present])
+        unchecked |= ~written.to_numpy(zero_copy_only=False)
+    ident = pc.binary_join_element_wise(partition.cast(pa.string()), key.cast(pa.string()), _SEP)
+    idents = committed.idents
+    if upto is not None:
+        # the identities of the rows ``upto`` marks are among the first ones encoded (rows are in
+        # commit order): looking up among those alone is cheaper and misses nothing they back
+        within = committed.ident_codes[upto]
+        idents = idents.slice(0, int(within.max()) + 1 if len(within) else 0)
+    slot = _position(ident, idents)
+    if committed.times is not None:
+        time = _position(snapshot.column(COMMIT_TIME).cast(pa.string()), committed.times)
+        width = len(committed.times) + 1
+        slot = np.where((slot >= 0) & (time >= 0), slot * width + time, -1)
+    # looked up in ascending order, which keeps the binary searches in cache
+    order = np.argsort(slot, kind="stable")
+    low, high = np.empty_like(slot), np.empty_like(slot)
+    low[order] = np.searchsorted(committed.slots, slot[order], side="left")
+    high[order] = np.searchsorted(committed.slots, slot[order], side="right")
+    high[slot < 0] = low[slot < 0]
+    out = np.full(n, -1, np.int64)
+    table = rows.table
+    k = 0
+    while True:
+        pending = np.flatnonzero((out < 0) & (high - low > k) & ~unchecked)
+        if not len(pending):
+            break
+        candidates = committed.slot_rows[low[pending] + k]
+        same = np.ones(len(pending), bool)
+        at_read, at_committed = pa.array(pending), pa.array(candidates)
+        for name, value in zip(part.columns, values, strict=True):
+            theirs = table.column(name).take(at_committed) if name in table.column_names else None
+            mine = value.take(at_read) if value is not None else None
+            same &= _same_text(mine, theirs, len(pending))
+        out[pending[same]] = committed.codes[candidates[same]]
+        k += 1
+    return out, unchecked
+
+
+def _position(values: pa.ChunkedArray | pa.Array, dictionary: pa.Array) -> np.ndarray:
+    """Position of each value in ``dictionary`` (-1: not there; a null is found only where the
+    dictionary holds a null)."""
+    found = pc.index_in(values, value_set=dictionary)
+    return pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _same_text(
+    a: pa.ChunkedArray | pa.Array | None, b: pa.ChunkedArray | pa.Array | None, n: int
+) -> np.ndarray:
+    """Whether two columns are equal row by row as a fingerprint compares them: as text, a null
+    (or a missing column) equal only to a null."""
+    if a is None and b is None:
+        return np.ones(n, bool)
+    if a is None or b is None:
+        return pc.is_null(a if b is None else b).to_numpy(zero_copy_only=False)
+    if not (a.type == b.type and (pa.types.is_integer(a.type) or pa.types.is_string(a.type))):
+        a, b = a.cast(pa.string()), b.cast(pa.string())  # integers and text compare as they are
+    equal = pc.fill_null(pc.equal(a, b), False)
+    both_null = pc.and_(pc.is_null(a), pc.is_null(b))
+    return pc.or_(equal, both_null).to_numpy(zero_copy_only=False)
 
 
 def _fingerprint(
@@ -201,6 +301,35 @@ def _committed_fingerprints(rows: CommittedRows, part: _Part) -> pa.ChunkedArray
             writes = pc.is_valid(table.column(part.group.ordering_field))
             prints = pc.if_else(writes, prints, pa.scalar(None, pa.string()))
         rows.cache[key] = prints
+    return rows.cache[key]
+
+
+def _committed_codes(rows: CommittedRows, part: _Part) -> _Codes:
+    """:func:`_committed_fingerprints` encoded (:class:`_Codes`), once per run."""
+    key = ("fingerprint codes", part.columns, part.group is None)
+    if key not in rows.cache:
+        table = rows.table
+        encoded = pc.dictionary_encode(_committed_fingerprints(rows, part)).combine_chunks()
+        codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        ident = pc.binary_join_element_wise(table.column(PARTITION), table.column(KEY), _SEP)
+        idents = pc.dictionary_encode(ident).combine_chunks()
+        ident_codes = pc.fill_null(idents.indices, -1).to_numpy(zero_copy_only=False)
+        ident_codes = ident_codes.astype(np.int64)
+        slot = ident_codes
+        times = None
+        if part.group is None:
+            # a null time is a value of its own here, as the fingerprint's null marker is
+            encoded_times = pc.dictionary_encode(
+                table.column(TIME), null_encoding="encode"
+            ).combine_chunks()
+            times = encoded_times.dictionary
+            time = encoded_times.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            slot = slot * (len(times) + 1) + time
+        backing = np.flatnonzero(codes >= 0)
+        order = backing[np.argsort(slot[backing], kind="stable")]
+        rows.cache[key] = _Codes(
+            encoded.dictionary, codes, idents.dictionary, ident_codes, times, slot[order], order
+        )
     return rows.cache[key]
 
 

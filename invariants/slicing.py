@@ -186,7 +186,7 @@ def _compare(
     at = "at the end" if bound is None else f"as of {bound} ({why})"
     anchor = () if instant is None else events_of(by_instant, instant.requested)
     try:
-        _, groups = view.table.file_groups(as_of=bound, options=view.options)
+        _, groups = committed.sut_file_groups(view, bound)
     except CorruptTableError as err:
         return Violation(f"{at} the file-system view refuses the table: {err}", anchor)
     actual: dict[str, list[tuple[str, bool]]] = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from itertools import pairwise
 
 import pyarrow as pa
@@ -13,11 +14,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from models import reader
+from models.archive import archive_instants
 from models.avro_arrow import arrow_schema_for
 from models.filenames import parse_log_file_name
 from models.fsview import FileSlice, LogFile
 from models.instant import Instant, State
-from models.logfile import DataBlock, DeleteBlock, delete_keys_schema, write_log_blocks
+from models.logfile import (
+    DataBlock,
+    DeleteBlock,
+    delete_keys_schema,
+    read_log_blocks,
+    write_log_blocks,
+)
 from models.properties import (
     COMMIT_TIME_ORDERING,
     EVENT_TIME_ORDERING,
@@ -31,10 +40,11 @@ from models.properties import (
     TableConfig,
     format_properties,
 )
-from models.reader import merge_file_slice, merge_versions
+from models.reader import merge_file_slice, merge_versions, read_snapshot
 from models.storage import InMemoryStorage
-from models.table import CorruptTableError, HudiTable
+from models.table import CorruptTableError, HudiTable, ReadCache, ViewOptions
 from models.timeline import Timeline
+from tests.table_harness import TableHarness, rows
 
 KEY = "_hoodie_record_key"
 DELETED = "_hoodie_is_deleted"
@@ -534,3 +544,127 @@ def test_merge_file_slice_reinsert_after_delete_survives():
         COMMIT_TIME_ORDERING,
     )
     assert winners(out) == {"a": "reinserted"}
+
+
+# ---------------------------------------------------------------------------------------------
+# ReadCache: many reads of one table (time travel), decoded and merged once per content
+# ---------------------------------------------------------------------------------------------
+
+
+FG = "aaaaaaaa-0000-4000-8000-000000000001-0"
+FG_B = "bbbbbbbb-0000-4000-8000-000000000002-0"
+
+
+class CacheHarness(TableHarness):
+    def base(self, ids, v, fg=FG):
+        c = self.start()
+        return self.commit(c, [self.writer.upsert_base_file(c, "p=1", fg, rows(ids, v, v))])
+
+    def log(self, ids, v, fg=FG):
+        c = self.start()
+        return self.commit(c, [self.writer.append_log_file(c, "p=1", fg, rows(ids, v, v))])
+
+
+def late_log_table(path) -> CacheHarness:
+    """Two file groups; a deltacommit requested before a compaction and completed after it (its
+    log lands in the compaction's slice), more logs after the compaction, and the oldest
+    instants archived."""
+    h = CacheHarness(path)
+    h.base(["a", "b", "c"], 1)
+    h.base(["x"], 1, fg=FG_B)
+    for v in range(2, 5):
+        h.log(["a"], v)
+    late = h.start()
+    late_stat = h.writer.append_log_file(late, "p=1", FG, rows(["b"], 9, 9))
+    compaction = h.schedule()
+    h.commit(late, [late_stat])
+    h.compact(compaction)
+    for v in range(10, 13):
+        h.log(["c"], v)
+    h.log(["y"], 13, fg=FG_B)
+    archive_instants(h.table, max_active=4, min_active=2)
+    return h
+
+
+def bounds(table: HudiTable) -> list[str | None]:
+    return [i.completion_time for i in table.timeline().by_completion_time()] + [None]
+
+
+@pytest.mark.parametrize("lookup", [True, False], ids=["archive", "14365"])
+@pytest.mark.parametrize("rule", [None, "base_instant"])
+def test_a_read_cache_changes_no_read(tmp_path, lookup, rule):
+    h = late_log_table(tmp_path / "t")
+    table = HudiTable(h.storage, archive_lookup=lookup)
+    options = ViewOptions(rule=rule)
+    cache = ReadCache()
+    for _ in range(2):  # the second pass answers from the cache
+        for bound in bounds(table):
+            expected = read_snapshot(table, as_of=bound, options=options)
+            assert read_snapshot(table, as_of=bound, options=options, cache=cache).equals(expected)
+            groups = table.file_groups(as_of=bound, options=options)[1]
+            assert table.file_groups(as_of=bound, options=options, cache=cache)[1] == groups
+    assert cache.hits > cache.misses > 0
+
+
+def test_a_slice_is_merged_once_per_content(tmp_path, monkeypatch):
+    h = late_log_table(tmp_path / "t")
+    merged = []
+    original = reader.merge_batches
+    monkeypatch.setattr(reader, "merge_batches", lambda *a: merged.append(1) or original(*a))
+    cache = ReadCache()
+    first = [read_snapshot(h.table, as_of=b, cache=cache) for b in bounds(h.table)]
+    count = len(merged)
+    second = [read_snapshot(h.table, as_of=b, cache=cache) for b in bounds(h.table)]
+    assert len(merged) == count  # every slice of every bound was merged already
+    assert all(a.equals(b) for a, b in zip(first, second, strict=True))
+    # file group B's slice is the same at the bounds between its two writes: merged once there
+    slices = sum(len(h.table.latest_file_slices(as_of=b)) for b in bounds(h.table))
+    assert count < slices
+
+
+def test_a_file_rewritten_in_place_is_read_again(tmp_path):
+    """The cache keys on bytes, never on a path: a file overwritten under the same name (a
+    storage without put-if-absent) is decoded and merged anew."""
+    h = late_log_table(tmp_path / "t")
+    cache = ReadCache()
+    before = read_snapshot(h.table, cache=cache)
+    (log,) = next(f for f in h.table.latest_file_slices() if f.file_id == FG_B).log_files
+    path = f"p=1/{log.name}"
+    blocks = read_log_blocks(h.storage.read(path))
+    changed = pa.table(
+        {c: blocks[0].records.column(c) for c in blocks[0].records.column_names}
+    ).set_column(blocks[0].records.column_names.index("value"), "value", pa.array([99], pa.int64()))
+    h.storage.write(path, write_log_blocks([replace(blocks[0], records=changed)]))
+    after = read_snapshot(h.table, cache=cache)
+    assert after.equals(read_snapshot(h.table))
+    assert not after.equals(before)
+    assert values(after)["y"] == 99
+
+
+def test_read_cache_keeps_recent_entries_within_its_bound():
+    cache = ReadCache(max_bytes=3 * ReadCache.SMALL)
+    for key in "abcd":
+        assert cache.get(key, lambda key=key: key.upper()) == key.upper()
+    assert len(cache) == 3 and cache.nbytes == 3 * ReadCache.SMALL  # "a" was dropped
+    assert cache.get("b", lambda: "fresh") == "B"  # kept, and now the most recent
+    cache.get("e", lambda: "E")  # drops "c", the least recently used
+    assert cache.get("c", lambda: "fresh") == "fresh"
+    big = pa.table({"x": pa.array(range(10_000), pa.int64())})
+    assert cache.get("big", lambda: big) is big  # larger than the bound: returned, not kept
+    assert cache.get("big", lambda: None) is None
+
+
+def test_read_cache_keeps_nothing_when_the_computation_fails():
+    cache = ReadCache()
+
+    def fail():
+        raise ValueError("corrupt")
+
+    with pytest.raises(ValueError, match="corrupt"):
+        cache.get(b"data", fail)
+    assert len(cache) == 0
+    assert cache.get(b"data", lambda: 1) == 1
+
+
+def values(table: pa.Table) -> dict[str, int]:
+    return dict(zip(table.column("id").to_pylist(), table.column("value").to_pylist(), strict=True))
