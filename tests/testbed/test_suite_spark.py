@@ -16,6 +16,7 @@ from replay.session import SparkOptions
 from replay.suite_tasks import spark_runs
 from testbed.cli import main
 from testbed.suite import execute, resolve, run_suite
+from tests.testbed.test_suite import BAD  # the same tiny known-bad scenario, caught and minimized
 
 LOCAL_TABLE = """\
 [scenario]
@@ -35,42 +36,12 @@ records_per_s = 200
 key_space = 1000
 """
 
-CAUGHT = """\
-[scenario]
-name = "tiny_caught"
-description = "commit_scope = latest_only with a lost ACK: caught, then minimized"
-duration_s = 8
-seed = 2
-
-[[jobs]]
-name = "ingest"
-writers = 2
-checkpoint_interval_s = 2
-records_per_s = 200
-key_space = 1000
-
-[faults]
-ack_loss = 0.5
-
-[[faults.schedule]]
-at_s = 0
-kind = "lose_ack"
-target = "ingest"
-checkpoint = 1
-
-[protocol]
-commit_scope = "latest_only"
-
-[expect]
-violations = ["exactly_once", "no_data_loss"]
-"""
-
 
 @pytest.fixture
 def files(tmp_path: Path) -> list[str]:
     local, caught = tmp_path / "local.toml", tmp_path / "caught.toml"
     local.write_text(LOCAL_TABLE)
-    caught.write_text(CAUGHT)
+    caught.write_text(BAD)
     return [str(local), str(caught)]
 
 
@@ -127,9 +98,9 @@ def test_local_spark_gives_the_process_pools_rows_and_run_folders(files, tmp_pat
     assert local["digest"].startswith("sha256:") and local["metrics"]["jobs"]["ingest"]["commits"]
     assert local["replay"].endswith(f"--out {spark.resolve() / 'runs/tiny_local_table-seed1'}")
     assert caught["violated"] == ["exactly_once", "no_data_loss"]
-    assert caught["counterexample"] == "runs/tiny_caught-seed2/counterexample.toml"
-    explanation = (spark / "runs/tiny_caught-seed2/counterexample.txt").read_text()
-    assert f"replay: testbed run {spark.resolve()}/runs/tiny_caught-seed2/" in explanation
+    assert caught["counterexample"] == "runs/tiny_bad-seed2/counterexample.toml"
+    explanation = (spark / "runs/tiny_bad-seed2/counterexample.txt").read_text()
+    assert f"replay: testbed run {spark.resolve()}/runs/tiny_bad-seed2/" in explanation
     assert (spark / "runs/tiny_local_table-seed1/table/.hoodie/hoodie.properties").is_file()
     assert not list(spark.rglob("*.partial"))
 
