@@ -10,7 +10,12 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from models.arrow_strings import decimal_strings, decimal_suffixes, numbered_strings
+from models.arrow_strings import (
+    decimal_strings,
+    decimal_suffixes,
+    numbered_strings,
+    repeated_string,
+)
 
 values_lists = st.lists(st.integers(0, 2**63 - 1), max_size=60)
 
@@ -61,3 +66,18 @@ def test_numbered_strings_count_from_zero_and_grow():
     assert numbered_strings("a_", 3).to_pylist() == ["a_0", "a_1", "a_2"]
     assert numbered_strings("t_1_", 2500).to_pylist() == [f"t_1_{i}" for i in range(2500)]
     assert numbered_strings("b", 4).to_pylist() == ["b0", "b1", "b2", "b3"]
+
+
+@given(st.text(max_size=40), st.integers(0, 300))
+@example("", 0)
+@example("", 5)
+@example("20250101000000123", 1)
+def test_repeated_string_equals_arrow_repeat(value: str, n: int):
+    built = repeated_string(value, n)
+    built.validate(full=True)
+    assert built.equals(pa.repeat(pa.scalar(value, pa.string()), n))
+
+
+def test_repeated_string_refuses_more_than_one_array_holds():
+    with pytest.raises(ValueError, match="2\\*\\*31"):
+        repeated_string("x" * 1024, 2**21)
