@@ -20,7 +20,6 @@ from models.logfile import DataBlock, read_log_blocks
 from models.reader import read_snapshot
 from models.storage import LocalStorage
 from models.table import HudiTable
-from replay.session import SparkOptions, spark_session
 from replay.verify import (
     key_shards,
     model_schema,
@@ -80,15 +79,6 @@ def damaged(run_dir, tmp_path) -> Path:
     copy = tmp_path / "run"
     shutil.copytree(run_dir, copy)
     return copy
-
-
-@pytest.fixture(scope="module")
-def spark(tmp_path_factory):
-    """One local session for the module: starting Spark costs more than a verify."""
-    with spark_session(
-        SparkOptions(master="local[2]"), tmp_path_factory.mktemp("spark")
-    ) as session:
-        yield session
 
 
 def verify(spark, path: Path) -> dict:

@@ -26,7 +26,6 @@ from models.logfile import DataBlock, read_log_blocks
 from models.reader import merge_file_slice
 from models.storage import LocalStorage
 from models.table import HudiTable
-from replay.session import SparkOptions, spark_session
 from replay.verify import Target
 from replay.verify import verify as verify_table
 from scenarios import catalog_dir, load_scenario
@@ -51,14 +50,6 @@ def large_run(tmp_path_factory) -> Path:
     outcome = World(scenario, table_root=folder / "table").run()
     (folder / "history.jsonl").write_bytes(outcome.history.jsonl_bytes())
     return folder
-
-
-@pytest.fixture(scope="module")
-def spark(tmp_path_factory):
-    with spark_session(
-        SparkOptions(master="local[2]"), tmp_path_factory.mktemp("spark")
-    ) as session:
-        yield session
 
 
 def verify(spark, run: Path, **options) -> dict:
