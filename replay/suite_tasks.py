@@ -7,8 +7,9 @@ may not share this machine's disk. So each run travels as a value:
   own (under Spark's per-application work folder, which Spark deletes even when a cancelled task
   is killed), then packed with :func:`pack_folder` and returned with its ``summary.json`` row.
 - **On the driver** (:class:`SparkRuns`): each archive is unpacked into ``<out>/<rel_dir>`` by
-  :func:`unpack_folder`, all or nothing (staged under ``<rel_dir>.partial`` and renamed, the
-  convention of ``testbed/atomic.py``, which this layer may not import).
+  :func:`unpack_folder`, all or nothing. How a folder is staged and renamed into place is the
+  application's convention (``testbed/atomic.py``, which this layer may not import), so the
+  caller passes it in as ``staged`` (:data:`Staged`).
 
 Three things make the unpacked folder the one the process pool would have written:
 
@@ -57,6 +58,7 @@ import tempfile
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -68,14 +70,16 @@ if TYPE_CHECKING:
 
 JOBS_PER_CORE = 2
 POLL_S = 0.5
-STAGING_SUFFIX = ".partial"
-"""As ``testbed.atomic.STAGING_SUFFIX``: a folder being written, never one that looks complete."""
 MTIME_NS = "TESTBED.mtime_ns"
 """The pax header holding a file's exact modification time (tar's own field is whole seconds,
 and pax's fractional ``mtime`` is read back as a float, which loses nanoseconds)."""
 _PLAIN = re.compile(r"[\w@%+=:,./-]+", re.ASCII)
 """Characters that neither JSON nor ``shlex.quote`` escape."""
 _GROUPS = itertools.count()
+
+Staged = Callable[[Path], AbstractContextManager[Path]]
+"""``staged(target)``: an empty folder to fill, put in place of ``target`` when the block ends
+normally and deleted when it raises (``testbed.atomic.staged_folder``)."""
 
 
 class UnsafeArchiveError(ValueError):
@@ -182,10 +186,10 @@ def pack_folder(folder: Path, *, relocate: tuple[str, str] | None = None) -> byt
     return gzip.compress(buffer.getvalue(), compresslevel=6, mtime=0)
 
 
-def unpack_folder(data: bytes, target: Path) -> None:
+def unpack_folder(data: bytes, target: Path, staged: Staged) -> None:
     """Replace ``target`` with the folder packed in ``data``, all or nothing: every entry is
-    checked before anything is written, the folder is built under ``<target>.partial`` and
-    renamed over ``target``; on any error (Ctrl-C included) ``target`` is left as it was."""
+    checked before anything is written, and the folder is built in ``staged(target)``; on any
+    error (Ctrl-C included) ``target`` is left as it was."""
     with tarfile.open(fileobj=io.BytesIO(gzip.decompress(data)), mode="r:") as archive:
         entries = []
         seen: set[tuple[str, ...]] = set()
@@ -197,7 +201,7 @@ def unpack_folder(data: bytes, target: Path) -> None:
                 raise UnsafeArchiveError(f"{member.name!r}: appears twice")
             seen.add(parts)
             entries.append((member, parts))
-        with _staged(target) as staging:
+        with staged(target) as staging:
             for member, parts in entries:
                 dest = staging.joinpath(*parts)
                 if member.isdir():
@@ -212,28 +216,11 @@ def unpack_folder(data: bytes, target: Path) -> None:
                     os.utime(dest, ns=(int(stamp), int(stamp)))
 
 
-def write_error_folder(target: Path, text: str) -> None:
+def write_error_folder(target: Path, text: str, staged: Staged) -> None:
     """Replace ``target`` with a folder holding only ``error.txt`` (a run Spark lost), so nothing
     from an earlier suite run stays behind looking like this run's result."""
-    with _staged(target) as staging:
+    with staged(target) as staging:
         (staging / "error.txt").write_text(text)
-
-
-@contextlib.contextmanager
-def _staged(target: Path) -> Iterator[Path]:
-    """An empty ``<target>.partial`` to fill, renamed over ``target`` at the end or deleted on
-    any error (``testbed.atomic.staged_folder``, which this layer may not import)."""
-    staging = target.with_name(target.name + STAGING_SUFFIX)
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    try:
-        yield staging
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 # --- on the executor ------------------------------------------------------------------------------
@@ -278,11 +265,15 @@ class RunLostError(RuntimeError):
 class SparkRuns:
     """A ``testbed.suite`` engine: each task is one Spark job whose only task runs
     :func:`run_in_scratch`; the driver unpacks each run folder as it arrives and calls
-    ``ended(task, row)`` (or ``ended(task, error)`` for a run Spark lost)."""
+    ``ended(task, row)`` (or ``ended(task, error)`` for a run Spark lost). Run folders are
+    written through ``staged`` (:data:`Staged`)."""
 
-    def __init__(self, spark: SparkSession, run: Run, *, description: str = "testbed suite"):
+    def __init__(
+        self, spark: SparkSession, run: Run, *, staged: Staged, description: str = "testbed suite"
+    ):
         self.spark = spark
         self.run = run
+        self.staged = staged
         self.description = description
 
     def __call__(
@@ -314,7 +305,7 @@ class SparkRuns:
                 done, _ = futures.wait(pending, timeout=POLL_S, return_when=futures.FIRST_COMPLETED)
                 for future in sorted(done, key=lambda f: pending[f].index):
                     task = pending.pop(future)
-                    ended(task, _land(task, future))
+                    ended(task, _land(task, future, self.staged))
         except BaseException:
             stop.set()
             pool.shutdown(wait=False, cancel_futures=True)
@@ -335,7 +326,9 @@ def _cancel(context: Any, group: str) -> None:
         context.cancelJobGroup(group)
 
 
-def _land(task: FolderTask, future: futures.Future[PackedRun]) -> dict[str, Any] | Exception:
+def _land(
+    task: FolderTask, future: futures.Future[PackedRun], staged: Staged
+) -> dict[str, Any] | Exception:
     """Unpack a finished job's run folder into ``task.run_dir``; the row, or why it is lost."""
     try:
         packed = future.result()
@@ -343,13 +336,13 @@ def _land(task: FolderTask, future: futures.Future[PackedRun]) -> dict[str, Any]
         lost = RunLostError(f"Spark lost the run: {_first_line(error)}")
         with contextlib.suppress(Exception):
             trace = "".join(traceback.format_exception(error))
-            write_error_folder(task.run_dir, f"{lost}\n\n{trace}")
+            write_error_folder(task.run_dir, f"{lost}\n\n{trace}", staged)
         return lost
     try:
         if packed.folder is None:
             shutil.rmtree(task.run_dir, ignore_errors=True)
         else:
-            unpack_folder(packed.folder, task.run_dir)
+            unpack_folder(packed.folder, task.run_dir, staged)
     except Exception as error:
         return error
     return packed.row
@@ -368,7 +361,9 @@ def _first_line(error: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def spark_runs(options: SparkOptions, run: Run, *, description: str) -> Iterator[SparkRuns]:
+def spark_runs(
+    options: SparkOptions, run: Run, *, staged: Staged, description: str
+) -> Iterator[SparkRuns]:
     """A Spark session (stopped on exit, Ctrl-C included) and the engine that runs on it."""
     from replay.session import spark_session
 
@@ -376,7 +371,7 @@ def spark_runs(options: SparkOptions, run: Run, *, description: str) -> Iterator
         tempfile.TemporaryDirectory(prefix="testbed-spark-") as work,
         spark_session(options, Path(work)) as spark,
     ):
-        yield SparkRuns(spark, run, description=description)
+        yield SparkRuns(spark, run, staged=staged, description=description)
 
 
 __all__ = [
@@ -385,6 +380,7 @@ __all__ = [
     "PathNeedsQuotingError",
     "RunLostError",
     "SparkRuns",
+    "Staged",
     "UnsafeArchiveError",
     "pack_folder",
     "relative_parts",

@@ -639,9 +639,10 @@ def _suite_engine(options, label: str):
     if options is None:
         return contextlib.nullcontext()
     from replay.suite_tasks import spark_runs
+    from testbed.atomic import staged_folder
     from testbed.suite import execute
 
-    return spark_runs(options, execute, description=f"testbed {label}")
+    return spark_runs(options, execute, staged=staged_folder, description=f"testbed {label}")
 
 
 @main.command()

@@ -28,6 +28,7 @@ from replay.suite_tasks import (
     run_in_scratch,
     unpack_folder,
 )
+from testbed.atomic import staged_folder
 
 STAMP_NS = 1_767_225_606_572_000_000
 """A simulated modification time (ms precision, as models/storage.py stamps table files)."""
@@ -62,7 +63,7 @@ def test_a_folder_packs_to_the_same_bytes_and_unpacks_to_the_same_tree(run_folde
     packed = pack_folder(run_folder)
     assert pack_folder(run_folder) == packed
     target = tmp_path / "out" / "runs" / "x-seed1"
-    unpack_folder(packed, target)
+    unpack_folder(packed, target, staged_folder)
     assert tree(target) == tree(run_folder)
     assert (target / "table" / ".hoodie" / ".temp" / "001").is_dir()
     assert (target / "table" / "base.parquet").stat().st_mtime_ns == STAMP_NS
@@ -74,7 +75,7 @@ def test_unpacking_replaces_an_earlier_run_folder(run_folder, tmp_path):
     target = tmp_path / "out"
     (target / "stale").mkdir(parents=True)
     (target / "error.txt").write_text("from an earlier suite run")
-    unpack_folder(pack_folder(run_folder), target)
+    unpack_folder(pack_folder(run_folder), target, staged_folder)
     assert tree(target) == tree(run_folder)
 
 
@@ -114,7 +115,7 @@ def test_an_archive_that_could_escape_the_run_folder_changes_nothing(bad, tmp_pa
     (target / "result.json").write_text("kept")
     data = archive_with(("a.txt", b"fine"), bad)
     with pytest.raises(UnsafeArchiveError):
-        unpack_folder(data, target)
+        unpack_folder(data, target, staged_folder)
     assert sorted(p.name for p in tmp_path.rglob("*")) == [
         "result.json",
         "runs",
@@ -133,7 +134,7 @@ def test_an_unpack_interrupted_half_way_leaves_the_old_folder(run_folder, tmp_pa
 
     monkeypatch.setattr(suite_tasks.os, "utime", ctrl_c)  # after the first file is written
     with pytest.raises(KeyboardInterrupt):
-        unpack_folder(pack_folder(run_folder), target)
+        unpack_folder(pack_folder(run_folder), target, staged_folder)
     assert [p.name for p in target.iterdir()] == ["result.json"]
     assert (target / "result.json").read_text() == "the earlier run"
     assert not (tmp_path / "out.partial").exists()
@@ -178,7 +179,7 @@ def test_a_run_in_scratch_names_the_drivers_run_folder_and_leaves_no_scratch(tmp
         "nested": [{"p": str(task.run_dir)}],
     }
     assert packed.folder is not None
-    unpack_folder(packed.folder, task.run_dir)
+    unpack_folder(packed.folder, task.run_dir, staged_folder)
     assert (task.run_dir / "counterexample.txt").read_text() == (
         f"replay: testbed run {task.run_dir}/c.toml\n"
     )
@@ -267,7 +268,7 @@ def test_runs_land_in_their_folders_and_a_lost_run_says_why(tmp_path):
     (tasks[1].run_dir).mkdir(parents=True)
     (tasks[1].run_dir / "result.json").write_text("stale, from an earlier suite run")
     ended: dict[int, Any] = {}
-    SparkRuns(FakeSession(context), fake_run)(
+    SparkRuns(FakeSession(context), fake_run, staged=staged_folder)(
         tasks, lambda task, got: ended.setdefault(task.index, got)
     )
     assert sorted(ended) == [0, 1, 2]
@@ -290,7 +291,7 @@ def test_ctrl_c_cancels_the_job_group_and_keeps_the_runs_that_landed(tmp_path):
         raise KeyboardInterrupt  # the user presses Ctrl-C as the first run lands
 
     with pytest.raises(KeyboardInterrupt):
-        SparkRuns(FakeSession(context), fake_run)(tasks, ended)
+        SparkRuns(FakeSession(context), fake_run, staged=staged_folder)(tasks, ended)
     assert context.cancelled.is_set()  # the hanging job was cancelled, not waited for
     assert len(landed) == 1 and landed != [1]
     folders = sorted(p.name for p in (tmp_path / "suite" / "runs").iterdir())

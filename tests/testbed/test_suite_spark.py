@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from replay.session import SparkOptions
 from replay.suite_tasks import spark_runs
+from testbed.atomic import staged_folder
 from testbed.cli import main
 from testbed.suite import execute, resolve, run_suite
 from tests.testbed.test_suite import BAD  # the same tiny known-bad scenario, caught and minimized
@@ -115,7 +116,9 @@ def test_ctrl_c_on_spark_keeps_the_runs_that_landed(files, tmp_path):
         landed.append(row)
         raise KeyboardInterrupt  # Ctrl-C as the first run lands; the other is still running
 
-    with spark_runs(SparkOptions(master="local[2]"), execute, description="test") as engine:
+    with spark_runs(
+        SparkOptions(master="local[2]"), execute, staged=staged_folder, description="test"
+    ) as engine:
         outcome = run_suite(resolve(files), out, minimize_runs=6, progress=progress, engine=engine)
     assert outcome.exit_code == 130
     summary = json.loads((out / "summary.json").read_text())
