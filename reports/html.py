@@ -1,5 +1,5 @@
-"""``report.html``: one self-contained page a design review can read (``write_report`` for a
-suite, ``write_sweep_report`` for a sweep).
+"""A suite's ``report.html``: one self-contained page a design review can read (a sweep's is
+:mod:`reports.sweep_report`; both share :mod:`reports.page`'s frame, style and images).
 
 Input is a suite folder as ``testbed suite`` writes it: ``summary.json`` and the run folders it
 names. Output is ``report.html`` next to it, with every image embedded and the style inline: no
@@ -29,16 +29,14 @@ of a real failure. Then one section per grid.
 
 from __future__ import annotations
 
-import base64
 import json
-import os
 import shlex
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from reports.comparisons import (
     plot_blocking_vs_async,
@@ -47,7 +45,17 @@ from reports.comparisons import (
     truetime_point,
 )
 from reports.distributions import plot_distributions, rows_from_suite_runs
-from reports.figures import Figure, palette_png
+from reports.figures import Figure
+from reports.page import (
+    BADGES,
+    badge,
+    document,
+    guarded_plot,
+    href,
+    img,
+    seed_of,
+    write_page,
+)
 from reports.run_data import load_run
 from reports.run_plots import plot_run
 from reports.violations import plot_violations
@@ -57,18 +65,11 @@ MAX_VIOLATIONS_SHOWN = 3
 MAX_PLOTTED_RUNS = 3
 """Runs of one scenario (or grid) whose per-run plots are drawn: the first seed and the first
 runs whose verdict differs from the expectation."""
-MAX_FAILING_SEEDS_SHOWN = 50
-"""Failing seeds listed in a sweep report (all of them are in summary.json)."""
-EMBED_MAX_WIDTH_PX = 1184
-"""Width of the page's column (``main``: 1240 px less its padding): an embedded copy of a wider
-plot is scaled down to it."""
 HEADLINE_PAIRS = (
     ("blocking_vs_async", "blocking_stalls", "async_baseline"),
     ("occ_vs_nbcc", "occ_contention", "nbcc_two_jobs"),
 )
 """Comparisons drawn when the suite ran both scenarios (catalog names)."""
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -97,14 +98,7 @@ def write_report(suite_dir: Path) -> Path:
         grid_runs = [r for r in runs if r.get("scenario") in names]
         sections.append(_grid_section(suite_dir, grid, points, grid_runs))
     page = _page(summary, runs, plain, grids, headline, sections, suite_dir)
-    return _write(suite_dir / "report.html", page)
-
-
-def _write(target: Path, page: str) -> Path:
-    tmp = target.with_name(target.name + ".partial")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(target)
-    return target
+    return write_page(suite_dir / "report.html", page)
 
 
 # --- data ------------------------------------------------------------------------------------------
@@ -166,42 +160,11 @@ def _kind(expected: list[str], ok: bool, error: str | None = None) -> str:
     return "caught" if expected else "pass"
 
 
-BADGES = {
-    "pass": "holds",
-    "caught": "caught as expected",
-    "fail": "NOT as expected",
-    "error": "error",
-}
-
-
-def _badge(kind: str, text: str | None = None) -> str:
-    return f'<span class="badge {kind}">{escape(text or BADGES[kind])}</span>'
-
-
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "run"
 
 
-def _href(suite_dir: Path, target: Path) -> str:
-    """A link from the report to ``target``, relative to the report's folder."""
-    return escape(Path(os.path.relpath(target, suite_dir)).as_posix(), quote=True)
-
-
-def _seed(run: dict[str, Any]) -> int:
-    return int(run.get("seed") or 0)
-
-
 # --- plots -----------------------------------------------------------------------------------------
-
-
-def _plot(action: Callable[[], T], errors: list[str], what: str) -> T | None:
-    """Run one plotting call; a failure becomes a visible note in the report instead of losing
-    the whole report (the suite's verdicts matter more than one picture)."""
-    try:
-        return action()
-    except Exception as error:  # shown in the report, never swallowed silently
-        errors.append(f"{what}: {type(error).__name__}: {error}")
-        return None
 
 
 def _first_run(runs: list[dict[str, Any]], scenario: str, seed: int | None = None):
@@ -221,7 +184,7 @@ def _headline(suite_dir: Path, runs: list[dict[str, Any]], plots: Path) -> _Plot
         a = _first_run(plain, first)
         b = _first_run(plain, second, a.get("seed") if a else None)
         if a and b:
-            figure = _plot(
+            figure = guarded_plot(
                 lambda n=name, a=a, b=b: draw[n](
                     suite_dir / a["run_dir"], suite_dir / b["run_dir"], plots / "headline"
                 ),
@@ -236,11 +199,15 @@ def _headline(suite_dir: Path, runs: list[dict[str, Any]], plots: Path) -> _Plot
             p
             for r in grid
             if (
-                p := _plot(lambda r=r: truetime_point(suite_dir / r["run_dir"]), errors, "truetime")
+                p := guarded_plot(
+                    lambda r=r: truetime_point(suite_dir / r["run_dir"]), errors, "truetime"
+                )
             )
         ]
         if points:
-            figure = _plot(lambda: plot_truetime(points, plots / "headline"), errors, "truetime")
+            figure = guarded_plot(
+                lambda: plot_truetime(points, plots / "headline"), errors, "truetime"
+            )
             if figure:
                 figures.append(figure)
     return _Plotted(figures, errors)
@@ -250,7 +217,7 @@ def _representative(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The run whose invariants the section lists: the first that differs from its
     expectation, else the first (lowest seed) that ran."""
     ran = [r for r in runs if not r.get("error")]
-    ran.sort(key=lambda r: (bool(r.get("ok")), _seed(r)))
+    ran.sort(key=lambda r: (bool(r.get("ok")), seed_of(r)))
     return ran[0] if ran else None
 
 
@@ -258,7 +225,7 @@ def plotted_runs(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The runs whose per-run plots are drawn: the first seed that ran, then the runs whose
     verdict differs from the expectation, at most :data:`MAX_PLOTTED_RUNS`. Another seed of a
     run that behaved as expected would only repeat the first one's pictures."""
-    ran = sorted((r for r in runs if not r.get("error")), key=_seed)
+    ran = sorted((r for r in runs if not r.get("error")), key=seed_of)
     if not ran:
         return []
     chosen = [ran[0], *(r for r in ran[1:] if not r.get("ok"))]
@@ -268,31 +235,14 @@ def plotted_runs(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def _run_plots(suite_dir: Path, run: dict[str, Any], errors: list[str]) -> list[Figure]:
     out = suite_dir / "plots" / _safe(str(run.get("run_dir") or run.get("scenario")))
     return (
-        _plot(lambda: plot_run(suite_dir / run["run_dir"], out), errors, str(run["scenario"])) or []
+        guarded_plot(
+            lambda: plot_run(suite_dir / run["run_dir"], out), errors, str(run["scenario"])
+        )
+        or []
     )
 
 
 # --- embedded images -------------------------------------------------------------------------------
-
-
-def embedded_png(figure: Figure) -> bytes:
-    """The PNG the page embeds for ``figure``: its in-memory preview (drawn at
-    :data:`~reports.figures.PREVIEW_DPI` on a palette), or for a figure without one its file
-    reduced the same way (palette, at most :data:`EMBED_MAX_WIDTH_PX` wide). Never the SVG."""
-    return figure.preview or palette_png(figure.png, EMBED_MAX_WIDTH_PX)
-
-
-def _img(figure: Figure, suite_dir: Path) -> str:
-    data = base64.b64encode(embedded_png(figure)).decode("ascii")
-    links = (
-        f'<a href="{_href(suite_dir, figure.png)}">PNG</a> · '
-        f'<a href="{_href(suite_dir, figure.svg)}">SVG</a>'
-    )
-    return (
-        f'<figure><img alt="{escape(figure.title)}" src="data:image/png;base64,{data}">'
-        f"<figcaption><b>{escape(figure.title)}.</b> {escape(figure.caption)} "
-        f'<span class="files">{links}</span></figcaption></figure>'
-    )
 
 
 # --- html: tables -----------------------------------------------------------------------------------
@@ -347,7 +297,7 @@ def _summary_table(
             f'<tr class="{kind}"><td><a href="#s-{_safe(name)}">{escape(name)}</a></td>'
             f'<td class="num">{s.get("runs", len(group))}</td>'
             f"<td>{escape(', '.join(expected) or 'none')}</td>"
-            f"<td>{escape(seen)}</td><td>{_badge(kind)}</td>"
+            f"<td>{escape(seen)}</td><td>{badge(kind)}</td>"
             + (_metrics_cells(rep.get("metrics") or {}) if rep else "<td></td>" * 5)
             + "</tr>"
         )
@@ -366,7 +316,7 @@ def _summary_table(
             f'<span class="muted">({len(points)} points)</span></td>'
             f'<td class="num">{len(group)}</td><td>per point (see its section)</td>'
             f"<td>{escape(seen)}</td>"
-            f"<td>{_badge(kind, f'{good}/{len(group)} as expected')}</td>"
+            f"<td>{badge(kind, f'{good}/{len(group)} as expected')}</td>"
             + '<td class="num">–</td>' * 5
             + "</tr>"
         )
@@ -428,7 +378,7 @@ def _violations(suite_dir: Path, run: dict[str, Any], expected: list[str]) -> st
         if more > 0:
             items += f'<li class="more">and {more} more (see result.json)</li>'
         blocks.append(
-            f'<div class="violation {kind}"><h4>{escape(name)} {_badge(kind, "expected" if kind == "caught" else "unexpected")}</h4>'
+            f'<div class="violation {kind}"><h4>{escape(name)} {badge(kind, "expected" if kind == "caught" else "unexpected")}</h4>'
             f"<ul>{items}</ul></div>"
         )
     if not blocks:
@@ -473,7 +423,7 @@ def _counterexamples(suite_dir: Path, runs: list[dict[str, Any]]) -> str:
     """The first caught run's minimal counterexample in full (explanation, replay command,
     TOML); the other seeds' as links."""
     found = [
-        (run, p) for run in sorted(runs, key=_seed) if (p := _counterexample_path(suite_dir, run))
+        (run, p) for run in sorted(runs, key=seed_of) if (p := _counterexample_path(suite_dir, run))
     ]
     if not found:
         return ""
@@ -487,13 +437,13 @@ def _counterexamples(suite_dir: Path, runs: list[dict[str, Any]]) -> str:
         parts.append(f'<pre class="explanation">{escape(explanation)}</pre>')
     parts.append(f'<p class="replay">replay: <code>{escape(replay)}</code></p>')
     parts.append(
-        f'<details><summary>the scenario it replays: <a href="{_href(suite_dir, toml)}">'
+        f'<details><summary>the scenario it replays: <a href="{href(suite_dir, toml)}">'
         f"{escape(str(run.get('run_dir')))}/counterexample.toml</a></summary>"
         f"<pre>{escape(toml.read_text(errors='replace'))}</pre></details>"
     )
     if others:
         links = ", ".join(
-            f'<a href="{_href(suite_dir, p)}">seed {escape(str(r.get("seed")))}</a>'
+            f'<a href="{href(suite_dir, p)}">seed {escape(str(r.get("seed")))}</a>'
             for r, p in others
         )
         parts.append(f'<p class="muted">Also minimized: {links}.</p>')
@@ -503,13 +453,13 @@ def _counterexamples(suite_dir: Path, runs: list[dict[str, Any]]) -> str:
 
 def _runs_table(suite_dir: Path, runs: list[dict[str, Any]], plotted: set[int]) -> str:
     rows = []
-    for run in sorted(runs, key=_seed):
+    for run in sorted(runs, key=seed_of):
         kind = _kind(run.get("expected_violations") or [], bool(run.get("ok")), run.get("error"))
         violated = ", ".join(run.get("violated") or []) or "none"
         error = run.get("error")
         rows.append(
             f'<tr class="{kind}"><td class="num">{escape(str(run.get("seed")))}</td>'
-            f"<td>{_badge(kind)}</td><td>{escape(violated)}</td>"
+            f"<td>{badge(kind)}</td><td>{escape(violated)}</td>"
             f'<td class="num">{float(run.get("wall_s") or 0):.1f} s</td>'
             f"<td><code>{escape(run.get('replay') or '')}</code>"
             + (f'<div class="error">{escape(str(error))}</div>' if error else "")
@@ -524,7 +474,7 @@ def _runs_table(suite_dir: Path, runs: list[dict[str, Any]], plotted: set[int]) 
 def _files_cell(suite_dir: Path, run: dict[str, Any], plotted: set[int]) -> str:
     if not run.get("run_dir"):
         return ""
-    folder = f'<a href="{_href(suite_dir, suite_dir / str(run["run_dir"]))}/">run folder</a>'
+    folder = f'<a href="{href(suite_dir, suite_dir / str(run["run_dir"]))}/">run folder</a>'
     if id(run) in plotted:
         return f'<a href="#p-{_safe(str(run["run_dir"]))}">plots</a> · {folder}'
     return folder
@@ -536,7 +486,7 @@ def _plots_block(
     anchor = _safe(str(run.get("run_dir") or ""))
     return (
         f'<h3 id="p-{anchor}">{escape(label)} (seed {escape(str(run.get("seed")))})</h3>'
-        + "".join(_img(f, suite_dir) for f in figures)
+        + "".join(img(f, suite_dir) for f in figures)
     )
 
 
@@ -547,9 +497,9 @@ def _distributions(
     if len(runs) < 2:
         return ""
     out = suite_dir / "plots" / "distributions" / _safe(name)
-    rows = rows_from_suite_runs(sorted(runs, key=_seed))
+    rows = rows_from_suite_runs(sorted(runs, key=seed_of))
     figures = (
-        _plot(
+        guarded_plot(
             lambda: plot_distributions(rows, out, scenario=name, expected=expected),
             errors,
             f"{name} distributions",
@@ -558,7 +508,7 @@ def _distributions(
     )
     if not figures:
         return ""
-    return f"<h3>Across {len(runs)} seeds</h3>" + "".join(_img(f, suite_dir) for f in figures)
+    return f"<h3>Across {len(runs)} seeds</h3>" + "".join(img(f, suite_dir) for f in figures)
 
 
 # --- html: sections ---------------------------------------------------------------------------------
@@ -580,7 +530,7 @@ def _scenario_section(suite_dir: Path, scenario: dict[str, Any], runs: list[dict
     )
     parts = [
         f'<section id="s-{_safe(name)}" class="scenario {kind}">',
-        f"<h2>{escape(name)} {_badge(kind)}</h2>",
+        f"<h2>{escape(name)} {badge(kind)}</h2>",
         f'<p class="description">{escape(description or "")}</p>',
         f'<p class="intro">{escape(intro)}</p>',
         _runs_table(suite_dir, runs, {id(r) for r in chosen}),
@@ -592,7 +542,7 @@ def _scenario_section(suite_dir: Path, scenario: dict[str, Any], runs: list[dict
         )
     parts.append(_distributions(suite_dir, name, runs, expected, errors))
     shown = sorted(
-        {id(r): r for r in [*chosen, *(r for r in runs if not r.get("ok"))]}.values(), key=_seed
+        {id(r): r for r in [*chosen, *(r for r in runs if not r.get("ok"))]}.values(), key=seed_of
     )
     violations = "".join(_violations(suite_dir, r, expected) for r in shown)
     if violations:
@@ -652,7 +602,7 @@ def _grid_section(
     ok = all(p.get("ok") for p in points)
     kind = "pass" if ok else "fail"
     order = {p["scenario"]: i for i, p in enumerate(points)}
-    runs = sorted(runs, key=lambda r: (order.get(r.get("scenario"), 0), _seed(r)))
+    runs = sorted(runs, key=lambda r: (order.get(r.get("scenario"), 0), seed_of(r)))
     ran = [r for r in runs if not r.get("error")]
     chosen = ran[:1] + [r for r in ran[1:] if not r.get("ok")]
     chosen = chosen[:MAX_PLOTTED_RUNS]
@@ -674,7 +624,7 @@ def _grid_section(
             f'<td class="num">{escape(str(run.get("seed")))}</td>'
             f"<td>{escape(_expectation(point))}</td>"
             f"<td>{escape(', '.join(run.get('violated') or []) or 'none')}</td>"
-            f"<td>{_badge(point_kind, text)}</td>"
+            f"<td>{badge(point_kind, text)}</td>"
             + _metrics_cells(run.get("metrics") or {})
             + f"<td>{_files_cell(suite_dir, run, plotted)}</td></tr>"
             + (
@@ -687,7 +637,7 @@ def _grid_section(
     head = "".join(f"<th>{h}</th>" for h in GRID_HEADERS)
     parts = [
         f'<section id="g-{_safe(grid)}" class="scenario grid {kind}">',
-        f"<h2>grid {escape(grid)} {_badge(kind, 'every point as expected' if ok else 'NOT as expected')}</h2>",
+        f"<h2>grid {escape(grid)} {badge(kind, 'every point as expected' if ok else 'NOT as expected')}</h2>",
         f'<p class="description">{escape(description)}</p>',
         f'<table class="runs grid"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>",
@@ -707,7 +657,7 @@ def _grid_section(
     if violating is not None:
         out = suite_dir / "plots" / _safe(str(violating.get("run_dir")))
         figures = (
-            _plot(
+            guarded_plot(
                 lambda: plot_violations(load_run(suite_dir / violating["run_dir"]), out),
                 errors,
                 grid,
@@ -746,9 +696,9 @@ def _page(
     failing += [g for g, points in grids.items() if not all(p.get("ok") for p in points)]
     caught = [s["scenario"] for s in scenarios if s.get("ok") and s.get("expected_violations")]
     verdict = (
-        _badge("pass", "every verdict matches its expectation")
+        badge("pass", "every verdict matches its expectation")
         if ok
-        else _badge("fail", f"{len(failing)} scenario(s) NOT as expected")
+        else badge("fail", f"{len(failing)} scenario(s) NOT as expected")
     )
     notes = []
     if summary.get("interrupted"):
@@ -761,7 +711,7 @@ def _page(
         + (f", plus {grid} grid runs for the comparisons" if grid else "")
         + f"; {len(caught)} known-bad variant(s) caught as expected."
     )
-    headline_html = "".join(_img(f, suite_dir) for f in headline.figures) + "".join(
+    headline_html = "".join(img(f, suite_dir) for f in headline.figures) + "".join(
         f'<p class="error">plot failed: {escape(e)}</p>' for e in headline.errors
     )
     body = [
@@ -777,221 +727,20 @@ def _page(
     if headline_html:
         body += ["<h2>Headline comparisons</h2>", headline_html]
     body += sections
-    return _document(title, body)
-
-
-def _document(title: str, body: list[str]) -> str:
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(title)}: Hudi commit-protocol testbed</title>"
-        f"<style>{CSS}</style></head><body><main>\n" + "\n".join(body) + "\n</main></body></html>\n"
-    )
+    return document(title, body)
 
 
 def _legend() -> str:
     return (
         '<p class="legend">'
-        + _badge("pass")
+        + badge("pass")
         + " the real protocol held every invariant · "
-        + _badge("caught")
+        + badge("caught")
         + " a known-bad variant was caught by exactly the expected invariants · "
-        + _badge("fail")
+        + badge("fail")
         + " a verdict differs from the expectation (a real failure) · metrics of the seed "
         "shown in each section</p>"
     )
 
 
-# --- the sweep report -------------------------------------------------------------------------------
-
-
-def write_sweep_report(
-    out_dir: Path,
-    rows: Sequence[dict[str, Any]],
-    summary: dict[str, Any],
-    *,
-    writers: int | None = None,
-) -> Path:
-    """``out_dir/report.html`` for a ``testbed sweep``: its verdict, the violations per
-    invariant and the metric distributions across seeds (drawn into ``out_dir/plots/`` as PNG
-    and SVG), the metrics' percentiles and every failing seed with its replay command.
-    ``rows`` are the sweep's rows (``testbed.sweep.ROW_SCHEMA``), ``summary`` its summary.json;
-    ``writers`` the scenario's writer count (the rows do not carry it)."""
-    out_dir = Path(out_dir)
-    rows = sorted(rows, key=_seed)
-    name = str(summary.get("scenario") or "sweep")
-    errors: list[str] = []
-    figures = (
-        _plot(
-            lambda: plot_distributions(
-                rows,
-                out_dir / "plots",
-                scenario=name,
-                expected=list(summary.get("expected_violations") or []),
-                writers=writers,
-            ),
-            errors,
-            "distributions",
-        )
-        if rows
-        else []
-    ) or []
-    seeds = summary.get("seeds") or {}
-    failing = list(summary.get("failing") or [])
-    ok = bool(summary.get("ok"))
-    verdict = (
-        _badge("pass", "every seed as expected")
-        if ok
-        else _badge("fail", f"{len(failing)} seed(s) NOT as expected")
-    )
-    expected = ", ".join(summary.get("expected_violations") or []) or "none"
-    lead = (
-        f"Seeds {seeds.get('first')} to {seeds.get('last')} ({len(rows)} of {seeds.get('count')} "
-        f"ran) {_engine(summary.get('engine'))}: {summary.get('as_expected', 0)} as expected, "
-        f"{summary.get('errors', 0)} crashed. Expected violations: {expected}."
-    )
-    title = f"Sweep {name}"
-    body = [
-        f"<header><h1>{escape(title)}</h1>{verdict}",
-        f'<p class="lead">{escape(lead)}</p>',
-        f'<p class="muted">Scenario: <code>{escape(str(summary.get("source", "")))}</code></p>',
-    ]
-    if summary.get("interrupted"):
-        body.append('<p class="error">Interrupted: only the seeds that finished are reported.</p>')
-    body.append("</header>")
-    body += ["<h2>Across seeds</h2>", *(_img(f, out_dir) for f in figures)]
-    body += [f'<p class="error">plot failed: {escape(e)}</p>' for e in errors]
-    body += ["<h2>Metric percentiles</h2>", _percentile_table(summary.get("metrics") or {})]
-    body += [f"<h2>Seeds not as expected ({len(failing)})</h2>", _failing_table(rows, failing)]
-    return _write(out_dir / "report.html", _document(title, body))
-
-
-def _engine(engine: str | None) -> str:
-    return "without Spark" if engine in (None, "", "none") else f"on {engine}"
-
-
-def _percentile_table(metrics: dict[str, dict[str, Any]]) -> str:
-    if not metrics:
-        return '<p class="muted">No metrics (no seed finished).</p>'
-    columns = ("min", "p50", "p90", "max", "mean")
-    rows = "".join(
-        f"<tr><td>{escape(name)}</td>"
-        + "".join(
-            f'<td class="num">{escape("–" if d.get(c) is None else str(d.get(c)))}</td>'
-            for c in columns
-        )
-        + "</tr>"
-        for name, d in metrics.items()
-    )
-    head = "".join(f"<th>{c}</th>" for c in ("metric", *columns))
-    return f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
-
-
-def _failing_table(rows: Sequence[dict[str, Any]], failing: list[dict[str, Any]]) -> str:
-    if not failing:
-        return '<p class="muted">None: every seed that ran is as expected.</p>'
-    by_seed = {row.get("seed"): row for row in rows}
-    out = []
-    for failure in failing[:MAX_FAILING_SEEDS_SHOWN]:
-        row = by_seed.get(failure.get("seed"), {})
-        what = (
-            failure.get("error")
-            or ", ".join(failure.get("violated") or [])
-            or ("expected violation not found")
-        )
-        try:
-            why: dict[str, list[str]] = json.loads(row.get("why") or "{}")
-        except ValueError:
-            why = {}
-        sentences = "".join(
-            f"<li><b>{escape(inv)}</b>: {escape(text)}</li>"
-            for inv, texts in sorted(why.items())
-            for text in texts[:1]
-        )
-        out.append(
-            f'<tr class="fail"><td class="num">{escape(str(failure.get("seed")))}</td>'
-            f"<td>{escape(what)}"
-            + (f'<ul class="why">{sentences}</ul>' if sentences else "")
-            + f"</td><td><code>{escape(failure.get('replay') or '')}</code></td></tr>"
-        )
-    more = len(failing) - MAX_FAILING_SEEDS_SHOWN
-    note = f'<p class="muted">and {more} more in summary.json</p>' if more > 0 else ""
-    return (
-        '<table class="runs"><thead><tr><th>seed</th><th>violated</th><th>replay</th></tr>'
-        f"</thead><tbody>{''.join(out)}</tbody></table>{note}"
-    )
-
-
-CSS = """
-:root { --ink:#1f2328; --muted:#5b6470; --line:#d8dee4; --bg:#ffffff; --soft:#f6f8fa;
-  --pass:#2f7d4f; --pass-bg:#e8f4ec; --caught:#2b5fa6; --caught-bg:#e7eef9;
-  --fail:#b42318; --fail-bg:#fdecea; }
-* { box-sizing: border-box; }
-body { margin:0; background:var(--soft); color:var(--ink);
-  font: 15px/1.5 -apple-system, "Segoe UI", "Helvetica Neue", Arial, sans-serif; }
-main { max-width: 1240px; margin: 0 auto; padding: 24px 28px 64px; background: var(--bg); }
-h1 { font-size: 26px; margin: 0 12px 4px 0; display: inline-block; }
-h2 { font-size: 20px; margin: 36px 0 8px; padding-top: 8px; border-top: 1px solid var(--line); }
-h3 { font-size: 15px; margin: 20px 0 6px; color: var(--muted); text-transform: uppercase;
-  letter-spacing: .04em; }
-h4 { font-size: 14px; margin: 8px 0 4px; }
-p.description { max-width: 900px; }
-p.lead, p.intro, p.legend, .muted { color: var(--muted); }
-a { color: var(--caught); }
-.badge { display:inline-block; padding: 1px 9px; border-radius: 10px; font-size: 12px;
-  font-weight: 600; vertical-align: middle; white-space: nowrap; }
-.badge.pass { color: var(--pass); background: var(--pass-bg); }
-.badge.caught { color: var(--caught); background: var(--caught-bg); }
-.badge.fail, .badge.error { color: #fff; background: var(--fail); }
-table { border-collapse: collapse; width: 100%; font-size: 13px; margin: 8px 0 12px; }
-th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid var(--line);
-  vertical-align: top; }
-th { background: var(--soft); font-weight: 600; color: var(--muted); }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-tr.fail td, tr.error td { background: var(--fail-bg); }
-table.grid tr:not(.replay-row) td { border-bottom: none; }
-tr.replay-row td { padding-top: 0; font-size: 12px; color: var(--muted); }
-table.summary td:first-child a { color: var(--ink); font-weight: 600; text-decoration: none; }
-code { font: 12px/1.4 ui-monospace, "SF Mono", Menlo, Consolas, monospace; background: var(--soft);
-  padding: 1px 4px; border-radius: 4px; word-break: break-all; }
-section.scenario { margin-top: 12px; }
-section.scenario.fail h2, section.scenario.error h2 { color: var(--fail); }
-ul.invariants { list-style: none; padding: 0; display: grid; gap: 6px;
-  grid-template-columns: repeat(auto-fill, minmax(220px, 1fr)); }
-ul.invariants li { padding: 6px 10px; border-radius: 6px; border-left: 4px solid; font-size: 13px; }
-ul.invariants li b { display: block; }
-ul.invariants li span { color: var(--muted); font-size: 12px; }
-li.pass { border-color: var(--pass); background: var(--pass-bg); }
-li.caught { border-color: var(--caught); background: var(--caught-bg); }
-li.fail { border-color: var(--fail); background: var(--fail-bg); }
-li.note { border-color: var(--line); background: var(--soft); }
-.run-violations { margin: 8px 0 16px; }
-h4.seed { color: var(--muted); }
-.violation { border-left: 4px solid; padding: 4px 12px; margin: 6px 0; border-radius: 0 6px 6px 0; }
-.violation.caught { border-color: var(--caught); background: var(--caught-bg); }
-.violation.fail { border-color: var(--fail); background: var(--fail-bg); }
-.violation ul, ul.why { margin: 4px 0; padding-left: 18px; font-size: 13px; }
-.violation li { margin: 3px 0; }
-.events, li.more { color: var(--muted); font-size: 12px; }
-p.replay { font-size: 13px; }
-.error { color: var(--fail); font-weight: 600; }
-div.counterexample { margin: 10px 0; border: 1px solid var(--line); border-radius: 6px;
-  padding: 6px 12px; background: var(--soft); }
-div.counterexample h3 { margin-top: 8px; }
-div.counterexample pre { font-size: 12px; overflow-x: auto; }
-pre.explanation { white-space: pre-wrap; background: var(--caught-bg); padding: 8px 10px;
-  border-left: 4px solid var(--caught); border-radius: 0 6px 6px 0; }
-figure { margin: 14px 0 22px; }
-figure img { max-width: 100%; height: auto; border: 1px solid var(--line); border-radius: 4px; }
-figcaption { font-size: 13px; color: var(--muted); margin-top: 4px; max-width: 1000px; }
-figcaption .files { white-space: nowrap; font-size: 12px; }
-"""
-
-
-__all__ = [
-    "EMBED_MAX_WIDTH_PX",
-    "MAX_PLOTTED_RUNS",
-    "embedded_png",
-    "plotted_runs",
-    "write_report",
-    "write_sweep_report",
-]
+__all__ = ["MAX_PLOTTED_RUNS", "plotted_runs", "write_report"]

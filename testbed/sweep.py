@@ -219,7 +219,8 @@ def write_report(
     """``report.html`` and the plots across seeds (PNG + SVG under ``plots/``) from the finished
     rows. A failure leaves its traceback in ``report_error.txt`` instead: the rows and the summary
     are the sweep's result, the report only shows them."""
-    from reports.html import write_sweep_report  # matplotlib: the driver needs it, executors not
+    # matplotlib: the driver needs it, executors not
+    from reports.sweep_report import write_sweep_report
 
     rows = pa.concat_tables(done_rows).to_pylist() if done_rows else []
     writers = sum(job.writers for job in scenario.jobs)

@@ -17,17 +17,8 @@ import pytest
 from matplotlib.image import imread
 from PIL import Image
 
-from reports.figures import Figure, new_figure, save, styled
-from reports.html import (
-    EMBED_MAX_WIDTH_PX,
-    MAX_PLOTTED_RUNS,
-    embedded_png,
-    plotted_runs,
-    write_report,
-    write_sweep_report,
-)
-from scenarios.schema import load_scenario
-from testbed.sweep import read_rows, run_here, run_sweep
+from reports.html import MAX_PLOTTED_RUNS, plotted_runs, write_report
+from reports.page import EMBED_MAX_WIDTH_PX
 
 CHROMIUM = shutil.which("chromium") or (
     "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
@@ -187,20 +178,6 @@ def test_report_embeds_small_palette_pngs_never_svg(suite):
     assert sum(map(len, images)) / len(images) < 30_000
 
 
-def test_embedded_png_of_a_figure_without_preview_is_reduced_from_its_file(tmp_path):
-    with styled():
-        fig = new_figure(14, 3)
-        fig.add_subplot().plot([0, 1, 2], [2, 0, 1])
-    saved = save(fig, tmp_path, "wide", "Wide", "A plot wider than the page.")
-    bare = Figure(saved.name, saved.title, saved.caption, saved.png, saved.svg)
-    data = embedded_png(bare)
-    with Image.open(io.BytesIO(data)) as image:
-        assert image.mode == "P" and image.width == EMBED_MAX_WIDTH_PX
-    assert embedded_png(saved) == saved.preview  # a saved figure brings its own
-    assert len(saved.preview) < saved.png.stat().st_size
-    assert embedded_png(bare) == data  # deterministic
-
-
 def test_the_counterexample_shows_its_explanation_replay_and_toml(suite):
     html = (suite / "report.html").read_text()
     section = html.split('<section id="s-local_clock_skew"')[1].split("</section>")[0]
@@ -277,56 +254,3 @@ def test_grid_points_share_one_section(runs, tmp_path):
     assert "Plots of max_expected_skew_ms = 100" in grid  # its first point
     assert "First violation in the grid: max_expected_skew_ms = 20" in grid
     assert grid.count("happens-before") >= 1 and grid.count("Plots of") == 1
-
-
-def test_sweep_report_shows_counts_distributions_and_failing_seeds(runs, tmp_path):
-    source = runs["tt_unsafe"].parent / "tt_unsafe.toml"  # short known-bad scenario (conftest)
-    result = run_sweep(
-        load_scenario(source), source, (1, 3), tmp_path / "sweep", run_here, engine="none"
-    )
-    out = result.out
-    html = (out / "report.html").read_text()
-    assert html.startswith("<!DOCTYPE html>") and "<script" not in html and "<svg" not in html
-    assert len(embedded(html)) == 2
-    for name in ("violations", "metrics"):
-        assert (out / "plots" / f"{name}.png").is_file() and (
-            out / "plots" / f"{name}.svg"
-        ).is_file()
-    rows = read_rows(out).to_pylist()
-    for name, count in result.summary["violations"].items():
-        assert f"{name} in {count}/3" in html  # the chart's caption, from the same rows
-    assert "without Spark" in html
-    for failure in result.summary["failing"]:
-        assert failure["replay"] in html
-    assert len(rows) == 3 and "Metric percentiles" in html
-
-
-def test_sweep_report_of_nothing_finished(tmp_path):
-    summary = {"scenario": "s", "seeds": {"first": 1, "last": 9, "count": 9}, "interrupted": True}
-    html = write_sweep_report(tmp_path, [], summary).read_text()
-    assert "Interrupted" in html and "No metrics" in html
-
-
-def test_an_interrupted_sweep_reports_what_finished(runs, tmp_path):
-    source = runs["tt_safe"].parent / "tt_safe.toml"
-    chunks_run = []
-
-    def runner(tasks, on_progress):
-        if chunks_run:
-            raise KeyboardInterrupt
-        chunks_run.append(tasks)
-        return run_here(tasks, on_progress)
-
-    with pytest.raises(KeyboardInterrupt):
-        run_sweep(
-            load_scenario(source),
-            source,
-            (1, 3),
-            tmp_path / "s",
-            runner,
-            engine="none",
-            chunk_seeds=1,
-        )
-    html = (tmp_path / "s" / "report.html").read_text()
-    assert "Interrupted" in html and "(1 of 3 ran)" in html
-    assert (tmp_path / "s" / "plots" / "violations.svg").is_file()
