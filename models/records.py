@@ -163,11 +163,31 @@ class RecordSource:
         ]
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts).combine_chunks()
 
-    def _records(self, start: int, stop: int) -> pa.Table:
-        """The records at offsets ``[start, stop)``, built column-wise (``start < stop``)."""
-        offsets = np.arange(start, stop, dtype=np.int64)
+    def key_ids(self, offsets: np.ndarray) -> np.ndarray:
+        """The number each record's key is built from, without building a key: the id of a
+        ``k<id>`` key (upsert: a hash of the offset modulo the key space), the offset itself for
+        a ``j<job>-<offset>`` key (insert). Two records share a key exactly when their sources
+        are both upsert and their ids are equal, or both are the same insert job's same offset:
+        what lets a reader group records by key (``replay/verify.py``'s key shards) before
+        generating them."""
+        offsets = np.asarray(offsets, np.int64)
         if self.operation == "upsert":
-            key_ids = (self._hash(offsets, 1) % np.uint64(self.key_space)).astype(np.int64)
+            return (self._hash(offsets, 1) % np.uint64(self.key_space)).astype(np.int64)
+        return offsets
+
+    def _records(self, start: int, stop: int) -> pa.Table:
+        """The records at offsets ``[start, stop)`` (``start < stop``)."""
+        return self.records_at(np.arange(start, stop, dtype=np.int64))
+
+    def records_at(self, offsets: np.ndarray) -> pa.Table:
+        """The records at ``offsets`` (any int64 offsets, in the order given), built
+        column-wise: every column is a function of its own offset, so these are the rows
+        :meth:`batch` has at those offsets."""
+        offsets = np.asarray(offsets, np.int64)
+        if len(offsets) == 0:
+            return self.schema.empty_table()
+        key_ids = self.key_ids(offsets)
+        if self.operation == "upsert":
             keys = decimal_strings("k", key_ids, 8)
             part_ids = key_ids % self.partitions
         else:

@@ -233,3 +233,28 @@ def test_batches_cut_from_cached_blocks_equal_freshly_built_records(operation):
         got = s.batch(start, stop)
         assert got.equals(s._records(start, stop))
         assert all(column.num_chunks == 1 for column in got.columns)
+
+
+@settings(max_examples=40)
+@given(sources, st.integers(0, 3000), st.integers(1, 400), st.integers(0, 2**32))
+def test_records_at_any_offsets_are_the_batch_rows_at_those_offsets(src, start, n, pick):
+    """``records_at`` builds exactly the rows ``batch`` has at the chosen offsets (in the given
+    order), and ``key_ids`` names each row's key without building it."""
+    rows = src.batch(start, start + n)
+    chosen = np.random.default_rng(pick).permutation(n)[: max(1, n // 3)]
+    offsets = start + chosen
+    got = src.records_at(offsets)
+    assert got.equals(rows.take(pa.array(chosen)))
+    ids = src.key_ids(offsets)
+    keys = got.column(RECORD_KEY_FIELD).to_pylist()
+    if src.operation == "upsert":
+        assert keys == [f"k{i:08d}" for i in ids.tolist()]
+    else:
+        assert (ids == offsets).all() and keys == [f"j{src.job_index}-{o:012d}" for o in offsets]
+    assert src.records_at(np.zeros(0, np.int64)).equals(src.schema.empty_table())
+
+
+def test_records_at_a_column_group():
+    s = source(columns=("a", "b"), ordering_field="ts_ab")
+    rows = s.batch(100, 160)
+    assert s.records_at(np.array([159, 100])).equals(rows.take(pa.array([59, 0])))

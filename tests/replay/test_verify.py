@@ -18,6 +18,7 @@ from invariants.ledger import build_ledger
 from models.fsview import latest_file_slices
 from models.logfile import DataBlock, read_log_blocks
 from models.reader import read_snapshot
+from models.records import RecordSource
 from models.storage import LocalStorage
 from models.table import HudiTable
 from replay.verify import (
@@ -181,14 +182,34 @@ def test_a_stale_version_in_a_base_file_is_reported_as_that_key(spark, damaged):
 # --- the model in key shards (no Spark) ------------------------------------------------------
 
 
-def test_key_shards_are_a_fixed_function_of_the_key_and_spread_evenly():
-    keys = pa.array([f"k{i:08d}" for i in range(4000)] + ["j1-000000000007", "", "\u00e9t\u00e9"])
-    shards = key_shards(keys, 4)
+def test_key_shards_are_a_fixed_function_of_the_key_number_and_spread_evenly():
+    ids = np.arange(4000, dtype=np.int64)
+    shards = key_shards(ids, 4)
     assert shards.min() >= 0 and shards.max() < 4
-    assert (key_shards(pa.chunked_array([keys[:10], keys[10:]]), 4) == shards).all()
-    assert (key_shards(keys.slice(3), 4) == shards[3:]).all()  # offsets into shared buffers
-    assert (np.bincount(shards[:4000], minlength=4) > 800).all()
-    assert len(key_shards(pa.array([], pa.string()), 4)) == 0
+    assert (key_shards(ids[::-1], 4) == shards[::-1]).all()  # per key, not per position
+    assert (np.bincount(shards, minlength=4) > 800).all()
+    assert len(key_shards(np.zeros(0, np.int64), 4)) == 0
+
+
+def test_each_shard_builds_only_its_own_records(monkeypatch):
+    """Every covered record is generated once over all shards (not once per shard), and a
+    shard's records are exactly those of its keys."""
+    ledger = _ledger_of("nbcc_two_jobs")
+    built: list[int] = []
+    records_at = RecordSource.records_at
+
+    def counting(self, offsets):
+        built.append(len(offsets))
+        return records_at(self, offsets)
+
+    monkeypatch.setattr(RecordSource, "records_at", counting)
+    for shard in range(3):
+        sharded = shard_ledger(ledger, shard, 3)
+        for job in sharded.jobs:
+            rows = job.source.batch(0, job.covered)
+            ids = job.source.key_ids(rows.column("offset").to_numpy())
+            assert (key_shards(ids, 3) == shard).all()
+    assert sum(built) == sum(job.covered for job in ledger.jobs)
 
 
 def _ledger_of(stem: str, **table: object):
