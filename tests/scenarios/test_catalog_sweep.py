@@ -14,9 +14,12 @@ A failure prints the ``testbed run`` command that replays it (the twin is writte
 first, since it is not in the catalog). The runs go to a pool of ``os.cpu_count()`` processes;
 each worker is replaced after a few runs, which bounds the memory a long sweep holds.
 
-``slow``: ``CATALOG_SWEEP_SEEDS=200 pytest -m slow tests/scenarios/test_catalog_sweep.py``.
-One seed of the whole catalog costs about 85 s of CPU (base_instant_slicing's twin alone 15 s);
-20 seeds (22 cases, 440 runs) took 25 CPU minutes on a 2-core machine and found no violation.
+``slow``: ``CATALOG_SWEEP_SEEDS=200 pytest -m slow tests/scenarios/test_catalog_sweep.py
+--timeout=0`` (a case of 200 seeds outlasts pytest-timeout's 600 s per test). One seed of the
+whole catalog costs about 60 s of CPU (base_instant_slicing's twin alone 13 s: 6 s to simulate,
+7 s to check). 200 seeds of all 23 cases (4,600 runs) found no violation and no error
+(2026-11-21): 84 min on 2 cores for 22 of them, 3 to 6 min each, base_instant_slicing's twin
+run apart on the same code.
 """
 
 from __future__ import annotations
