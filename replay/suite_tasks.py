@@ -308,6 +308,7 @@ class SparkRuns:
                     ended(task, _land(task, future, self.staged))
         except BaseException:
             stop.set()
+            _silence(context)
             pool.shutdown(wait=False, cancel_futures=True)
             running = [f for f in pending if not f.done()]
             while running:  # a job submitted just before stop was set is cancelled here too
@@ -316,6 +317,18 @@ class SparkRuns:
                 running = [f for f in running if not f.done()]
             raise
         pool.shutdown(wait=True)
+
+
+def _silence(context: Any) -> None:
+    """Turn Spark's logging off for the rest of this session, before its jobs are cancelled.
+
+    A task killed by the cancellation logs its teardown as an ERROR with a Java stack trace
+    (``TaskContextImpl: Error in TaskCompletionListener ... Block broadcast_1 does not exist``):
+    noise to a user who just pressed Ctrl-C, after which the session is only stopped. In local
+    mode the executors share the driver's logger, so this covers them too; a cluster's executors
+    log to their own files, never to this terminal."""
+    with contextlib.suppress(Exception):  # a session already going away may refuse
+        context.setLogLevel("OFF")
 
 
 def _cancel(context: Any, group: str) -> None:

@@ -212,6 +212,12 @@ class FakeContext:
         self.scratch, self.fail, self.hang = scratch, fail, hang
         self.cancelled = threading.Event()
         self.groups: set[str] = set()
+        self.log_level: str | None = None
+        self.silenced_before_cancel = False
+
+    def setLogLevel(self, level: str) -> None:
+        self.log_level = level
+        self.silenced_before_cancel = not self.cancelled.is_set()
 
     def setJobGroup(self, group: str, description: str, interruptOnCancel: bool = False) -> None:
         assert interruptOnCancel
@@ -293,6 +299,7 @@ def test_ctrl_c_cancels_the_job_group_and_keeps_the_runs_that_landed(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         SparkRuns(FakeSession(context), fake_run, staged=staged_folder)(tasks, ended)
     assert context.cancelled.is_set()  # the hanging job was cancelled, not waited for
+    assert context.log_level == "OFF" and context.silenced_before_cancel  # no teardown ERRORs
     assert len(landed) == 1 and landed != [1]
     folders = sorted(p.name for p in (tmp_path / "suite" / "runs").iterdir())
     assert folders == [f"s-seed{landed[0]}"]  # runs finished after Ctrl-C are not unpacked
