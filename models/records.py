@@ -84,7 +84,9 @@ _SHIFT_30, _SHIFT_27, _SHIFT_31 = np.uint64(30), np.uint64(27), np.uint64(31)
 @cache
 def _salt(seed: int, job_index: int, stream: int) -> np.uint64:
     """The per-(seed, job, stream) salt of the record hashes (a constant per source)."""
-    return splitmix64(np.array([seed * 1_000_003 + job_index * 101 + stream]))[0]
+    # modulo 2**64: the same bits as before for small seeds, no overflow for any 63-bit seed
+    mixed = (seed * 1_000_003 + job_index * 101 + stream) % 2**64
+    return splitmix64(np.array([mixed], dtype=np.uint64))[0]
 
 
 def partition_path(part: str) -> str:

@@ -142,12 +142,51 @@ def _check_invariant(name: str) -> str:
     return name
 
 
-PositiveNumber = Annotated[float, Field(gt=0)]
-NonNegativeNumber = Annotated[float, Field(ge=0)]
 Probability = Annotated[float, Field(ge=0, le=1)]
-NonNegativeInt = Annotated[int, Field(ge=0)]
-PositiveInt = Annotated[int, Field(ge=1)]
 InvariantName = Annotated[str, AfterValidator(_check_invariant)]
+
+SECONDS_PER_DAY = 86_400
+MS_PER_HOUR = 3_600_000
+MAX_SEED = 2**63 - 1
+"""Seeds are unsigned 63-bit integers: what Spark's and parquet's int64 columns hold."""
+MAX_RECORDS = 100_000_000
+"""At most this many source records per run (every job's ``records_per_s`` x ``duration_s``):
+a run's records live in memory."""
+
+
+def _number(low: float, high: float, *, open_low: bool = False) -> Any:
+    """A number in ``[low, high]`` (``(low, high]`` with ``open_low``)."""
+    if open_low:
+        return Annotated[float, Field(gt=low, le=high)]
+    return Annotated[float, Field(ge=low, le=high)]
+
+
+def _integer(low: int, high: int) -> Any:
+    """An integer in ``[low, high]``."""
+    return Annotated[int, Field(ge=low, le=high)]
+
+
+Seconds = _number(0, SECONDS_PER_DAY, open_low=True)
+"""A positive duration of at most a simulated day."""
+Milliseconds = _integer(0, MS_PER_HOUR)
+"""A delay or latency of at most an hour."""
+PerHour = _number(0, 3600)
+"""A fault rate: at most one a second."""
+_SCENARIO_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.+=-]{0,199}")
+_SCENARIO_NAME_RULE = (
+    "letters, digits, '_', '-', and (not first) '.', '+', '=' (as grid points use them); "
+    "at most 200 characters"
+)
+
+
+def _check_scenario_name(name: str) -> str:
+    # run folders are named after the scenario: a name is never a path
+    if not _SCENARIO_NAME.fullmatch(name):
+        raise _RuleViolation(f"bad scenario name {_show(name)}", allowed=_SCENARIO_NAME_RULE)
+    return name
+
+
+ScenarioName = Annotated[str, AfterValidator(_check_scenario_name)]
 
 RESERVED_PROCESS_NAMES = ("nemesis", "world")
 """History processes that are not jobs (faults; the world itself): no job may take these names."""
@@ -212,13 +251,14 @@ LARGE_TAG = "large"
 class ScenarioInfo(_Spec):
     """``[scenario]``: what the scenario is and how long it runs."""
 
-    name: Annotated[str, Field(min_length=1)]
-    """Identifies the scenario in reports and run folders; catalog files use their file stem."""
+    name: ScenarioName
+    """Identifies the scenario in reports and run folders (so it is never a path); catalog files
+    use their file stem."""
     description: str = ""
     """One or two sentences on what the scenario shows, printed in the report."""
-    duration_s: PositiveNumber = 60.0
+    duration_s: Seconds = 60.0
     """Simulated seconds of load and faults; then the source stops and the run drains."""
-    seed: NonNegativeInt = 0
+    seed: _integer(0, MAX_SEED) = 0
     """Seed of every random draw; same scenario + seed + code = the same history."""
     tags: Annotated[tuple[ScenarioTag, ...], Field(strict=False)] = ()
     """Labels that change where the scenario runs, not what it does: ``large`` (millions of
@@ -233,9 +273,9 @@ class TableSpec(_Spec):
     """Hudi table type; NBCC between several jobs needs MERGE_ON_READ."""
     storage: Literal["memory", "local"] = "memory"
     """Where the table's files go: in memory (fast) or a real folder (readable by hudi-rs)."""
-    partitions: PositiveInt = 2
+    partitions: _integer(1, 1000) = 2
     """Number of partitions records are spread over."""
-    buckets_per_partition: PositiveInt = 4
+    buckets_per_partition: _integer(1, 1000) = 4
     """Bucket-index buckets (file groups) per partition; a key always maps to the same bucket."""
     merge_mode: Literal["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"] = "EVENT_TIME_ORDERING"
     """Which version of a key wins when merging: highest event time, or latest commit."""
@@ -247,13 +287,13 @@ class TimeSpec(_Spec):
     generator: Literal["truetime", "local_clock", "time_service"] = "truetime"
     """Instant-time generator: Hudi's TrueTime (lock + wait out skew), a bare local clock, or a
     central time service."""
-    max_expected_skew_ms: NonNegativeInt = 200
+    max_expected_skew_ms: Milliseconds = 200
     """TrueTime's assumed bound on clock skew (Hudi's max expected clock skew); it waits this out."""
-    clock_skew_ms: NonNegativeInt = 50
+    clock_skew_ms: Milliseconds = 50
     """Each process's clock offset is drawn uniformly from [-clock_skew_ms, clock_skew_ms]."""
-    clock_drift_ppm: NonNegativeNumber = 0.0
+    clock_drift_ppm: _number(0, 100_000) = 0.0
     """Each process's clock rate error is drawn uniformly from [-x, x] parts per million."""
-    lock_latency_ms: NonNegativeInt = 5
+    lock_latency_ms: _integer(0, 60_000) = 5
     """Time to acquire the timeline lock that TrueTime takes."""
 
 
@@ -266,26 +306,26 @@ class JobSpec(_Spec):
 
     name: JobName = "job0"
     """Unique name of the job; default ``job<i>`` by position (job0, job1, ...)."""
-    writers: PositiveInt = 4
+    writers: _integer(1, 256) = 4
     """Parallelism of the write operator (number of write tasks)."""
     instant_generation: Literal["async", "blocking", "minibatch"] = "async"
     """Coordinator mode: async (Hudi 1.1), blocking (one instant at a time), minibatch (proposal)."""
-    checkpoint_interval_s: PositiveNumber = 5.0
+    checkpoint_interval_s: _number(0.01, 3600) = 5.0
     """Flink checkpoint interval."""
-    checkpoint_timeout_s: PositiveNumber = 60.0
+    checkpoint_timeout_s: _number(0.01, SECONDS_PER_DAY) = 60.0
     """A checkpoint not complete after this long fails."""
-    records_per_s: PositiveNumber = 1000.0
+    records_per_s: _number(0, 1_000_000, open_low=True) = 1000.0
     """Source rate of the whole job, spread over its writers by key."""
-    buffer_records: PositiveInt = 10000
+    buffer_records: _integer(1, MAX_RECORDS) = 10000
     """Records a writer buffers before an eager flush (mini-batch) between checkpoints."""
     operation: Literal["upsert", "insert"] = "upsert"
     """Write operation; insert never deduplicates, so a re-written batch shows up twice."""
-    key_space: PositiveInt = 10000
+    key_space: _integer(1, 1_000_000_000) = 10000
     """Number of distinct record keys the source draws from."""
     table_services: bool = True
     """Whether this job schedules and runs compaction, clean and archive; default true for the
     first job, false for the others; at most one job may run them."""
-    compaction_every_commits: PositiveInt = 5
+    compaction_every_commits: _integer(1, 100_000) = 5
     """Schedule a compaction after this many delta commits (MERGE_ON_READ)."""
     concurrency: Literal["nbcc", "occ"] = "nbcc"
     """Concurrency control between jobs: non-blocking (NBCC) or optimistic (OCC)."""
@@ -337,18 +377,18 @@ class ScheduledFault(_Spec):
     toml_array: ClassVar[str] = "[[faults.schedule]]"
     """How this table is written in TOML, for error messages."""
 
-    at_s: NonNegativeNumber
+    at_s: _number(0, SECONDS_PER_DAY)
     """Simulated seconds from the start of the run; below ``[scenario] duration_s``."""
     kind: FaultKind
     """What happens (see :data:`FAULT_KINDS`)."""
     target: Annotated[str, Field(min_length=1)]
     """Whom it happens to: a job name or a process ``<job>/task-<i>``, ``<job>/coordinator``,
     ``<job>/compactor``; which ones a kind accepts is checked against the scenario's jobs."""
-    checkpoint: Annotated[int | None, Field(ge=1)] = None
+    checkpoint: Annotated[int | None, Field(ge=1, le=1_000_000_000)] = None
     """ACK and checkpoint kinds: only the checkpoint with this id (default: the first one)."""
-    delay_ms: Annotated[int | None, Field(ge=1)] = None
+    delay_ms: Annotated[int | None, Field(ge=1, le=MS_PER_HOUR)] = None
     """``delay_ack``: how much later the notification arrives."""
-    delta_ms: int | None = None
+    delta_ms: Annotated[int | None, Field(ge=-MS_PER_HOUR * 24, le=MS_PER_HOUR * 24)] = None
     """``clock_jump``: the step of the target's clock (negative: back in time); not 0."""
 
     @model_serializer(mode="wrap")
@@ -366,21 +406,21 @@ class FaultSpec(_Spec):
 
     ack_loss: Probability = 0.0
     """Probability that a checkpoint-complete notification (the ACK) is never delivered."""
-    ack_delay_ms: NonNegativeInt = 0
+    ack_delay_ms: Milliseconds = 0
     """Extra delay of every delivered checkpoint-complete notification."""
     ack_duplicate: Probability = 0.0
     """Probability that a checkpoint-complete notification is delivered twice."""
     checkpoint_failure: Probability = 0.0
     """Probability that a checkpoint fails (no notification; the next one subsumes it)."""
-    writer_crash_per_hour: NonNegativeNumber = 0.0
+    writer_crash_per_hour: PerHour = 0.0
     """Rate of write-task crashes per hour (each crash restores the job from its last checkpoint)."""
-    coordinator_crash_per_hour: NonNegativeNumber = 0.0
+    coordinator_crash_per_hour: PerHour = 0.0
     """Rate of job-manager (coordinator) crashes per hour (global failover)."""
     storage_write_failure: Probability = 0.0
     """Probability that one storage write fails."""
-    clock_jump_per_hour: NonNegativeNumber = 0.0
+    clock_jump_per_hour: PerHour = 0.0
     """Rate of clock steps (NTP corrections) per hour, each on one clock that takes instant times."""
-    clock_jump_ms: NonNegativeInt = 1000
+    clock_jump_ms: _integer(0, MS_PER_HOUR * 24) = 1000
     """Size bound of a random clock step: uniform in [-clock_jump_ms, clock_jump_ms], never 0."""
     schedule: Annotated[tuple[ScheduledFault, ...], Field(strict=False)] = ()
     """Explicit faults at fixed times (``[[faults.schedule]]``), replayed exactly."""
@@ -399,7 +439,7 @@ class FaultSpec(_Spec):
                     )
             required = _KIND_REQUIRES.get(entry.kind)
             if required is not None and not getattr(entry, required):
-                allowed = "an integer >= 1" if required == "delay_ms" else "a non-zero integer"
+                allowed = "an integer in [1, 3600000]" if required == "delay_ms" else "a non-zero integer"
                 raise _RuleViolation(
                     f"kind {_show(entry.kind)} needs {required}"
                     + (" other than 0" if getattr(entry, required) == 0 else ""),
@@ -535,23 +575,26 @@ class ExpectSpec(_Spec):
 class SimSpec(_Spec):
     """``[sim]``: tuning knobs of the simulated world that scenarios rarely change."""
 
-    drain_timeout_s: PositiveNumber = 120.0
+    drain_timeout_s: Seconds = 120.0
     """After duration_s, faults stop and the source stops; the run then drains until everything
     checkpointed is committed, and fails liveness if that takes longer than this."""
-    restart_delay_ms: NonNegativeInt = 1000
+    restart_delay_ms: Milliseconds = 1000
     """Time from a crash to the restart of the failed task or job."""
-    network_delay_ms: NonNegativeInt = 2
+    network_delay_ms: _integer(0, 60_000) = 2
     """One-way delay of an RPC between tasks and the coordinator."""
-    storage_latency_ms: NonNegativeInt = 5
+    storage_latency_ms: _integer(0, 60_000) = 5
     """Latency of one storage operation (create, read, list)."""
-    heartbeat_interval_ms: PositiveInt = 60000
+    heartbeat_interval_ms: _integer(1, MS_PER_HOUR) = 60000
     """Writer heartbeat interval (hoodie.client.heartbeat.interval_in_ms)."""
-    heartbeat_tolerable_misses: PositiveInt = 2
+    heartbeat_tolerable_misses: _integer(1, 1000) = 2
     """Missed heartbeats before a write counts as failed, for LAZY cleaning."""
-    archive_max_active: PositiveInt = 30
+    archive_max_active: _integer(2, 100_000) = 30
     """Archive when the active timeline holds more completed instants than this."""
-    archive_min_active: PositiveInt = 20
+    archive_min_active: _integer(1, 100_000) = 20
     """Completed instants the active timeline keeps after archiving; below archive_max_active."""
+    max_wall_s: _number(0, 7 * SECONDS_PER_DAY, open_low=True) = 3600.0
+    """Wall-clock seconds a run may take before it is stopped as a runaway (an error, and a
+    partial run folder marked as such); it never changes what a finished run records."""
 
     @model_validator(mode="after")
     def _archive_window(self) -> Self:
@@ -722,13 +765,26 @@ class Scenario(_Spec):
         return self
 
     @model_validator(mode="after")
+    def _records_fit_in_memory(self) -> Self:
+        """Every job's source records together stay below :data:`MAX_RECORDS`."""
+        total = sum(job.records_per_s for job in self.jobs) * self.scenario.duration_s
+        if total > MAX_RECORDS:
+            raise _RuleViolation(
+                f"the jobs' records_per_s x duration_s is {total:.3g} records, more than a run "
+                "holds in memory",
+                key="scenario.duration_s",
+                allowed=f"at most {MAX_RECORDS:,} records per run",
+            )
+        return self
+
+    @model_validator(mode="after")
     def _fault_schedule_fits(self) -> Self:
         """Schedule entries name processes this scenario has, at times inside the run."""
-        duration = _number(self.scenario.duration_s)
+        duration = _number_text(self.scenario.duration_s)
         for index, entry in enumerate(self.faults.schedule):
             if entry.at_s >= self.scenario.duration_s:
                 raise _RuleViolation(
-                    f"{_number(entry.at_s)} is not before duration_s ({duration}); "
+                    f"{_number_text(entry.at_s)} is not before duration_s ({duration}); "
                     "faults stop when the run drains",
                     key=f"faults.schedule[{index}].at_s",
                     allowed=f"a number >= 0 and < {duration}",
@@ -984,11 +1040,13 @@ def _allowed(node: Any) -> str:
     noun = {int: "an integer", float: "a number"}.get(annotation, str(annotation))
     low, high, above = (_bound(metadata, name) for name in ("ge", "le", "gt"))
     if low is not None and high is not None:
-        return f"{noun} in [{_number(low)}, {_number(high)}]"
+        return f"{noun} in [{_number_text(low)}, {_number_text(high)}]"
+    if above is not None and high is not None:
+        return f"{noun} > {_number_text(above)} and <= {_number_text(high)}"
     if above is not None:
-        return f"{noun} > {_number(above)}"
+        return f"{noun} > {_number_text(above)}"
     if low is not None:
-        return f"{noun} >= {_number(low)}"
+        return f"{noun} >= {_number_text(low)}"
     return noun
 
 
@@ -1001,7 +1059,7 @@ def _bound(metadata: list[Any], name: str) -> Any:
     return None
 
 
-def _number(value: float) -> str:
+def _number_text(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 

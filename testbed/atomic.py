@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from testbed.outputs import write_marker
+
 STAGING_SUFFIX = ".partial"
 
 
@@ -22,14 +24,18 @@ def staging_path(target: Path) -> Path:
 
 
 @contextmanager
-def staged_folder(target: Path) -> Iterator[Path]:
-    """An empty staging folder to fill; renamed over ``target`` (replacing it) when the block
-    ends normally, deleted when it raises (Ctrl-C included)."""
+def staged_folder(target: Path, kind: str = "run") -> Iterator[Path]:
+    """A staging folder to fill, holding only the output marker of ``kind``
+    (:mod:`testbed.outputs`); renamed over ``target`` (replacing it) when the block ends
+    normally, deleted when it raises (Ctrl-C included). Whether ``target`` may be replaced is
+    the caller's question (:func:`testbed.outputs.claimed`)."""
+    target = target.resolve()
     staging = staging_path(target)
     if staging.exists():
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
     try:
+        write_marker(staging, kind)
         yield staging
         if target.exists():
             shutil.rmtree(target)

@@ -7,16 +7,23 @@ one clear line on stderr and exit with code 2; anything else is a bug and shows 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
+from typing import Any, NoReturn
 
 import click
 
 from models.instant_time import InstantTimeError, normalize
 from models.storage import LocalStorage
 from models.table import CorruptTableError, HudiTable, NotAHudiTableError
+from scenarios.schema import MAX_SEED, SECONDS_PER_DAY
+from testbed.outputs import OutputFolderError, claimed
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+_SEED = click.IntRange(0, MAX_SEED)
+"""A seed: what a scenario's ``[scenario] seed`` takes."""
 
 
 class UserError(click.ClickException):
@@ -38,6 +45,22 @@ def _open_table(path: str) -> HudiTable:
         raise UserError(f"{path}: {err}") from None
 
 
+def _force_option(kind: str) -> Any:
+    return click.option(
+        "--force",
+        is_flag=True,
+        help=f"Replace the output folder even when it is not a {kind} folder the testbed wrote "
+        "(by default such a folder is refused, never replaced).",
+    )
+
+
+def _claim(target: Path, force: bool) -> None:
+    """Hold output folder ``target`` for the rest of this command: refused (one ``error:`` line)
+    when another command writes it or when it is not a folder the testbed wrote
+    (:mod:`testbed.outputs`)."""
+    click.get_current_context().with_resource(claimed(target, force=force))
+
+
 def _as_of(value: str | None) -> str | None:
     if value is None:
         return None
@@ -47,7 +70,56 @@ def _as_of(value: str | None) -> str | None:
         raise UserError(f"--as-of: {err}") from None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Testbed(click.Group):
+    """The ``testbed`` group: every error a user can cause ends as one ``error:`` line on stderr
+    with exit code 2 (click's usage errors included), Ctrl-C as ``interrupted`` with 130."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:  # a caller that handles click's exceptions itself
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except click.UsageError as err:
+            where = f" (see '{err.ctx.command_path} --help')" if err.ctx is not None else ""
+            _fail(f"{err.format_message()}{where}")
+        except click.ClickException as err:
+            err.show()
+            sys.exit(err.exit_code)
+        except click.Abort:
+            click.echo("interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except OutputFolderError as err:
+            _fail(str(err))
+        except OSError as err:
+            if err.filename is None:
+                raise
+            _fail(f"{err.filename}: {err.strerror or err}")
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"error: {' '.join(message.split())}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def entry() -> None:
+    """The ``testbed`` console script: :data:`main`, then an exit that skips interpreter
+    teardown, so Arrow's thread pools are never torn down mid-flight (an exit code 134
+    after the output was printed); every output is written and flushed by then."""
+    try:
+        main()
+        code: int | str | None = 0
+    except SystemExit as done:
+        code = done.code
+    if isinstance(code, str):
+        click.echo(code, err=True)
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)
+
+
+@click.group(cls=_Testbed, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="hudi-commit-testbed")
 def main() -> None:
     """Simulation and verification testbed for Apache Hudi's commit protocol.
@@ -209,9 +281,10 @@ def _print_rows(rows) -> None:
     type=click.Path(file_okay=False),
     default="runs/demo",
     show_default=True,
-    help="Folder to write the demo table into (replaced if it exists).",
+    help="Folder to write the demo table into (replaced if it is a demo folder).",
 )
-def demo(out: str) -> None:
+@_force_option("demo")
+def demo(out: str, force: bool) -> None:
     """Write a small real Hudi 1.x MOR table through the testbed's protocol code and inspect it.
 
     A compaction is scheduled while a deltacommit is in flight; the deltacommit completes after it
@@ -220,6 +293,7 @@ def demo(out: str) -> None:
     """
     from testbed.demo import write_demo_table
 
+    _claim(Path(out), force)
     target = write_demo_table(Path(out))
     click.echo(f"demo table written to {target}")
     ctx = click.get_current_context()
@@ -230,21 +304,28 @@ def demo(out: str) -> None:
 @main.command()
 @click.argument("scenario_file", metavar="SCENARIO.toml", type=click.Path(dir_okay=False))
 @click.option(
-    "--seed", type=int, help="Seed to run with (default: the scenario's [scenario] seed)."
+    "--seed", type=_SEED, help="Seed to run with (default: the scenario's [scenario] seed)."
 )
 @click.option(
     "--out",
     type=click.Path(file_okay=False),
-    help="Run folder to write (default: runs/<scenario name>-seed<seed>; replaced if it exists).",
+    help="Run folder to write (default: runs/<scenario name>-seed<seed>; replaced if it is a "
+    "run folder).",
 )
 @click.option(
     "--storage",
     type=click.Choice(["memory", "local"]),
     help="Keep the table in memory, or write it as real files under <out>/table (local).",
 )
+@_force_option("run")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def run(
-    scenario_file: str, seed: int | None, out: str | None, storage: str | None, quiet: bool
+    scenario_file: str,
+    seed: int | None,
+    out: str | None,
+    storage: str | None,
+    force: bool,
+    quiet: bool,
 ) -> None:
     """Simulate SCENARIO.toml and check the invariants on its history and table.
 
@@ -254,7 +335,7 @@ def run(
     2 on bad input.
     """
     from scenarios.schema import ScenarioError, load_scenario
-    from testbed.run import default_out, run_scenario
+    from testbed.run import RunawayRunError, default_out, run_scenario
 
     source = Path(scenario_file)
     if not source.is_file():
@@ -264,9 +345,12 @@ def run(
     except ScenarioError as err:
         raise UserError(str(err)) from None
     target = Path(out) if out else default_out(scenario)
+    _claim(target, force)
     progress = None if quiet else _ProgressBar(scenario.scenario.name)
     try:
         outcome = run_scenario(scenario, source, target, progress=progress and progress.update)
+    except RunawayRunError as err:
+        raise UserError(f"{err}; partial run folder: {target}") from None
     finally:
         if progress is not None:
             progress.close()
@@ -339,9 +423,6 @@ def _print_run_summary(outcome) -> None:
     click.echo(f"replay: {outcome.replay}")
 
 
-EXIT_INTERRUPTED = 130
-
-
 def _seed_range(
     value: str, option: str = "--seed-range", *, single: bool = True
 ) -> tuple[int, int]:
@@ -353,8 +434,10 @@ def _seed_range(
         bounds = (int(low), int(high))  # no ":" and not single: high is "", an error
     except ValueError:
         bounds = (-1, -1)
-    if not 0 <= bounds[0] <= bounds[1]:
-        allowed = "LOW:HIGH with 0 <= LOW <= HIGH" + (", or one seed N" if single else "")
+    if not 0 <= bounds[0] <= bounds[1] <= MAX_SEED:
+        allowed = f"LOW:HIGH with 0 <= LOW <= HIGH <= {MAX_SEED}" + (
+            ", or one seed N" if single else ""
+        )
         raise UserError(f"{option}: {value!r} is not a range (allowed: {allowed})")
     return bounds
 
@@ -363,14 +446,14 @@ def _seed_range(
 @click.argument("scenario_file", metavar="SCENARIO.toml", type=click.Path(dir_okay=False))
 @click.option(
     "--examples",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, 1_000_000),
     default=200,
     show_default=True,
     help="Candidates (run seed + fault schedule) to try before giving up.",
 )
 @click.option(
     "--shrink-runs",
-    type=click.IntRange(min=0),
+    type=click.IntRange(0, 1_000_000),
     default=200,
     show_default=True,
     help="Most simulations spent shrinking a failure once one is found.",
@@ -378,7 +461,7 @@ def _seed_range(
 @click.option(
     "--seed",
     "search_seed",
-    type=click.IntRange(min=0),
+    type=_SEED,
     default=0,
     show_default=True,
     help="Seed of the search itself: the same seed tries the same candidates.",
@@ -392,7 +475,7 @@ def _seed_range(
 )
 @click.option(
     "--max-duration-s",
-    type=click.IntRange(min=0),
+    type=click.IntRange(0, SECONDS_PER_DAY),
     help="Longest run to try, in simulated seconds (default: the scenario's duration_s; "
     "0: always exactly duration_s, no shorter runs).",
 )
@@ -400,8 +483,9 @@ def _seed_range(
     "--out",
     type=click.Path(file_okay=False),
     help="Folder for explore.json and counterexample.toml "
-    "(default: runs/<scenario name>-explore-seed<seed>; replaced if it exists).",
+    "(default: runs/<scenario name>-explore-seed<seed>; replaced if it is an explore folder).",
 )
+@_force_option("explore")
 @click.option("--quiet", "-q", is_flag=True, help="No progress line.")
 def explore(
     scenario_file: str,
@@ -411,6 +495,7 @@ def explore(
     seed_range: str,
     max_duration_s: int | None,
     out: str | None,
+    force: bool,
     quiet: bool,
 ) -> None:
     """Search fault schedules and seeds for SCENARIO.toml until an invariant breaks.
@@ -439,6 +524,7 @@ def explore(
         raise UserError(str(err)) from None
     seeds = _seed_range(seed_range)
     target = Path(out) if out else search.default_out(scenario, search_seed)
+    _claim(target, force)
     status = None if quiet else _ExploreStatus(scenario.scenario.name, examples)
     try:
         result = search.explore(
@@ -509,17 +595,18 @@ def check(run_dir: str) -> None:
 @click.option(
     "--out",
     type=click.Path(file_okay=False),
-    help="Suite folder (default: runs/suite-<suite>); its run folders are replaced.",
+    help="Suite folder (default: runs/suite-<suite>); its run folders are replaced (a folder "
+    "the testbed did not write is refused).",
 )
 @click.option(
     "--seeds",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, 100_000),
     help="Run each scenario on N consecutive seeds, starting at its own [scenario] seed "
     "(default: its own seed only).",
 )
 @click.option(
     "--workers",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, 1024),
     help="Worker processes (default: the number of CPUs; 1 runs everything in this process).",
 )
 @click.option(
@@ -543,11 +630,12 @@ def check(run_dir: str) -> None:
 )
 @click.option(
     "--minimize-runs",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, 10_000),
     default=24,
     show_default=True,
     help="Most simulations one counterexample minimization may spend.",
 )
+@_force_option("suite")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def suite(
     targets: tuple[str, ...],
@@ -558,6 +646,7 @@ def suite(
     conf: tuple[str, ...],
     no_minimize: bool,
     minimize_runs: int,
+    force: bool,
     quiet: bool,
 ) -> None:
     """Run a suite of scenarios (default: the default suite of scenarios/suites.toml) or the
@@ -584,6 +673,7 @@ def suite(
         raise UserError(str(err)) from None
     target = Path(out) if out else suites.default_out(chosen)
     options = _suite_spark_options(master, conf, workers, target)
+    _claim(target, force)
     label = f"suite {chosen.name}" + (f" (spark {master})" if master else "")
     bar = None if quiet else _CountBar(label, "runs")
     try:
@@ -665,8 +755,9 @@ def _suite_engine(options, label: str):
 @click.option(
     "--out",
     type=click.Path(file_okay=False),
-    help="Output folder (default: runs/sweep-<scenario name>; replaced if it exists).",
+    help="Output folder (default: runs/sweep-<scenario name>; replaced if it is a sweep folder).",
 )
+@_force_option("sweep")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def sweep(
     scenario_file: str,
@@ -675,6 +766,7 @@ def sweep(
     conf: tuple[str, ...],
     no_spark: bool,
     out: str | None,
+    force: bool,
     quiet: bool,
 ) -> None:
     """Run SCENARIO.toml once per seed in --seeds A:B on Spark and summarize the verdicts.
@@ -703,6 +795,7 @@ def sweep(
     except (ScenarioError, SparkConfError) as err:
         raise UserError(str(err)) from None
     target = Path(out) if out else Path("runs") / f"sweep-{scenario.scenario.name}"
+    _claim(target, force)
     engine = "none" if options is None else f"spark {options.master}"
     bar = None if quiet else _CountBar(f"sweeping {scenario.scenario.name} ({engine})", "seeds")
     try:
@@ -796,7 +889,7 @@ def verify(
     metavar="ROW[,ROW]",
     help="Run only these rows (simulation, search, reader, spark, scaling).",
 )
-@click.option("--repeats", type=click.IntRange(min=1), help="Repeats per measurement.")
+@click.option("--repeats", type=click.IntRange(1, 1000), help="Repeats per measurement.")
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
@@ -889,4 +982,4 @@ def _echo_sweep_report(target: Path, err: bool = False) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()

@@ -28,7 +28,7 @@ FILE_ID = "5f3b1c2e-0000-4000-8000-000000000001-0"
 
 def write_demo_table(target: Path) -> Path:
     """Write the demo table into ``target`` (replaced if it exists) and return it."""
-    with staged_folder(target) as staging:
+    with staged_folder(target, "demo") as staging:
         _write(staging)
     return target
 

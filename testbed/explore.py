@@ -605,7 +605,7 @@ def write_result(result: ExploreResult, out: Path, *, seed: int) -> Path | None:
     did not reproduce its run would be a testbed bug, raised as RuntimeError.
     """
     path = None
-    with staged_folder(out) as staging:
+    with staged_folder(out, "explore") as staging:
         if result.scenario is not None and result.outcome is not None:
             (staging / "counterexample.toml").write_text(resolved_toml(result.scenario))
             if not result.outcome.error:

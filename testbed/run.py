@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from invariants.verdict import Verdict
 from models.table import HudiTable
 from reports.metrics import compute_metrics
 from scenarios.schema import Scenario, resolved_toml
+from sim.history import HistoryRecorder
 from sim.world import RunOutcome, World
 from testbed.atomic import staged_folder
 
@@ -60,6 +62,37 @@ def replay_command(source: Path, scenario: Scenario, out: Path) -> str:
     return shlex.join(parts)
 
 
+class RunawayRunError(Exception):
+    """A run still simulating after ``[sim] max_wall_s`` of wall time; carries its history so
+    far (one line for the user)."""
+
+    def __init__(self, message: str, now_ms: int) -> None:
+        super().__init__(message)
+        self.now_ms = now_ms
+        self.history: HistoryRecorder | None = None
+
+
+def _watched(
+    scenario: Scenario, progress: Callable[[int, int], None] | None
+) -> Callable[[int, int], None]:
+    """``progress`` that raises :class:`RunawayRunError` once the run has taken longer than
+    ``[sim] max_wall_s``; the wall clock only ever stops a run, it never reaches its history."""
+    limit_s = scenario.sim.max_wall_s
+    started = time.monotonic()
+
+    def watch(now_ms: int, end_ms: int) -> None:
+        if progress is not None:
+            progress(now_ms, end_ms)
+        if time.monotonic() - started > limit_s:
+            raise RunawayRunError(
+                f"{scenario.scenario.name}: stopped after [sim] max_wall_s = {limit_s:g} s of "
+                f"wall time, at simulated {now_ms / 1000:g} s of {end_ms / 1000:g} s",
+                now_ms,
+            )
+
+    return watch
+
+
 def simulate_and_check(
     scenario: Scenario,
     *,
@@ -67,8 +100,14 @@ def simulate_and_check(
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[RunOutcome, dict[str, Verdict]]:
     """Simulate ``scenario`` and run every checker on its history and table (``testbed run``,
-    ``explore`` and ``sweep`` all judge a run this one way)."""
-    outcome = World(scenario, table_root=table_root).run(progress)
+    ``explore`` and ``sweep`` all judge a run this one way). Raises :class:`RunawayRunError`
+    when the simulation outlasts ``[sim] max_wall_s``."""
+    world = World(scenario, table_root=table_root)
+    try:
+        outcome = world.run(_watched(scenario, progress))
+    except RunawayRunError as err:
+        err.history = world.history
+        raise
     # Checkers read with the real rules, whatever variant wrote the table.
     return outcome, check_all(outcome.history.events, HudiTable(outcome.storage))
 
@@ -98,14 +137,43 @@ def run_scenario(
     *,
     progress: Callable[[int, int], None] | None = None,
 ) -> RunResult:
-    """Simulate ``scenario`` (read from ``source``) and write the run folder ``out``."""
+    """Simulate ``scenario`` (read from ``source``) and write the run folder ``out``. A runaway
+    run (:class:`RunawayRunError`) leaves a partial run folder (:func:`write_partial`)."""
     with staged_folder(out) as staging:
         table_root = staging / "table" if scenario.table.storage == "local" else None
         if table_root is not None:
             table_root.mkdir()
-        outcome, verdicts = simulate_and_check(scenario, table_root=table_root, progress=progress)
-        result = result_json(scenario, outcome, verdicts)
-        (staging / "scenario.toml").write_text(resolved_toml(scenario))
-        (staging / "history.jsonl").write_bytes(outcome.history.jsonl_bytes())
-        (staging / "result.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+        try:
+            outcome, verdicts = simulate_and_check(
+                scenario, table_root=table_root, progress=progress
+            )
+        except RunawayRunError as err:
+            write_partial(staging, scenario, err)
+            runaway = err
+        else:
+            runaway = None
+            result = _write_run(staging, scenario, outcome, verdicts)
+    if runaway is not None:
+        raise runaway
     return RunResult(out, result, replay_command(source, scenario, out))
+
+
+def write_partial(folder: Path, scenario: Scenario, err: RunawayRunError) -> None:
+    """A stopped run's folder: ``scenario.toml``, the history so far and ``partial.json``
+    saying why it stopped; no ``result.json``, so nothing takes it for a finished run."""
+    (folder / "scenario.toml").write_text(resolved_toml(scenario))
+    if err.history is not None:
+        (folder / "history.jsonl").write_bytes(err.history.jsonl_bytes())
+    partial = {"partial": True, "reason": str(err), "simulated_ms": err.now_ms}
+    (folder / "partial.json").write_text(json.dumps(partial, indent=2, sort_keys=True) + "\n")
+
+
+def _write_run(
+    staging: Path, scenario: Scenario, outcome: RunOutcome, verdicts: dict[str, Verdict]
+) -> dict[str, Any]:
+    """The finished run's files; returns its ``result.json``."""
+    result = result_json(scenario, outcome, verdicts)
+    (staging / "scenario.toml").write_text(resolved_toml(scenario))
+    (staging / "history.jsonl").write_bytes(outcome.history.jsonl_bytes())
+    (staging / "result.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    return result

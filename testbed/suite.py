@@ -51,6 +51,7 @@ from typing import Any
 from scenarios.schema import Scenario, ScenarioError, resolved_toml, scenario_from_dict
 from scenarios.suites import Expectation, Suite, SuiteBook, files_suite, load_suites
 from testbed.atomic import staging_path, write_text_atomic
+from testbed.outputs import inside, write_marker
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 FILES_SUITE = "files"
@@ -141,6 +142,8 @@ def plan_runs(
                     scenario.model_dump(mode="json"), str(source), seed=seed
                 )
             rel_dir = f"runs/{entry.name}-seed{seed}"
+            if not inside(out / "runs", out / rel_dir):
+                raise ScenarioError(str(source), "scenario.name", "a run folder outside the suite")
             tasks.append(
                 RunTask(
                     index=len(tasks),
@@ -271,6 +274,7 @@ def run_suite(
     more run in that many worker processes; an ``engine`` (Spark) replaces both, and a run it
     lost is recorded as that run's error. Ctrl-C stops the suite and keeps what finished."""
     out.mkdir(parents=True, exist_ok=True)
+    write_marker(out, "suite")
     tasks = plan_runs(suite, out, seeds=seeds, minimize_runs=minimize_runs)
     workers = max(1, min(workers or os.cpu_count() or 1, len(tasks) or 1))
     rows: dict[int, dict[str, Any]] = {}

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from reports.metrics import nearest_rank
 from scenarios.schema import Scenario, parse_scenario
 from testbed.atomic import write_text_atomic
+from testbed.outputs import write_marker
 from testbed.run import result_json, simulate_and_check
 
 CHUNK_SEEDS = 256
@@ -181,6 +182,7 @@ def run_sweep(
         shutil.rmtree(out)
     parts = out / "sweep.parquet"
     parts.mkdir(parents=True)
+    write_marker(out, "sweep")
     total = last - first + 1
     done_rows: list[pa.Table] = []  # the finished chunks, as written
 

@@ -29,6 +29,7 @@ from replay.suite_tasks import (
     unpack_folder,
 )
 from testbed.atomic import staged_folder
+from testbed.outputs import MARKER, write_marker
 
 STAMP_NS = 1_767_225_606_572_000_000
 """A simulated modification time (ms precision, as models/storage.py stamps table files)."""
@@ -52,6 +53,7 @@ def run_folder(tmp_path: Path) -> Path:
     folder = tmp_path / "src" / "runs" / "x-seed1"
     (folder / "table" / ".hoodie" / ".temp" / "001").mkdir(parents=True)  # an empty marker folder
     (folder / "history.jsonl").write_text('{"index": 0}\n')
+    write_marker(folder, "run")  # as testbed run writes every run folder
     (folder / "table" / "base.parquet").write_bytes(bytes(range(256)))
     os.utime(folder / "table" / "base.parquet", ns=(STAMP_NS, STAMP_NS))
     (folder / "table" / ".hoodie" / "hoodie.properties").write_text("hoodie.table.name=t\n")
@@ -283,7 +285,7 @@ def test_runs_land_in_their_folders_and_a_lost_run_says_why(tmp_path):
         assert (tasks[index].run_dir / "counterexample.txt").is_file()
     assert isinstance(ended[1], RunLostError)
     assert "bigger than 1g" in str(ended[1])
-    assert sorted(p.name for p in tasks[1].run_dir.iterdir()) == ["error.txt"]
+    assert sorted(p.name for p in tasks[1].run_dir.iterdir()) == [MARKER, "error.txt"]
     assert "bigger than 1g" in (tasks[1].run_dir / "error.txt").read_text()
 
 

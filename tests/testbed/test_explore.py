@@ -379,7 +379,7 @@ def test_cli_explore_real_protocol_finds_nothing_and_exits_0(tmp_path):
     assert "no violation in 3 examples" in result.output
     summary = json.loads((out / "explore.json").read_text())
     assert (summary["found"], summary["unexpected"], summary["examples"]) == (False, False, 3)
-    assert sorted(p.name for p in out.iterdir()) == ["explore.json"]
+    assert sorted(p.name for p in out.iterdir()) == [".testbed-output.json", "explore.json"]
 
 
 def test_cli_explore_known_bad_prints_the_explanation_and_replay(tmp_path):

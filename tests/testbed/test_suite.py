@@ -346,6 +346,7 @@ def test_execute_writes_the_run_folder_like_testbed_run(files, tmp_path):
     row = execute(task)
     assert row["ok"] and not stale.exists()
     assert sorted(p.name for p in task.run_dir.iterdir()) == [
+        ".testbed-output.json",
         "history.jsonl",
         "result.json",
         "scenario.toml",
