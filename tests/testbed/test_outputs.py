@@ -129,10 +129,12 @@ def test_files_and_the_working_folder_are_never_outputs(tmp_path, monkeypatch):
 
 def test_a_second_writer_is_refused_naming_the_owner(tmp_path):
     out = tmp_path / "out"
-    with output_lock(out):
-        with pytest.raises(OutputFolderError, match=f"pid {os.getpid()}"):  # noqa: SIM117
-            with output_lock(out):
-                pass
+    with (
+        output_lock(out),
+        pytest.raises(OutputFolderError, match=f"pid {os.getpid()}"),
+        output_lock(out),
+    ):
+        pass
     with output_lock(out):  # released: taken again
         pass
 
@@ -175,8 +177,9 @@ def test_an_unwritable_output_is_one_error_line(source, tmp_path):
 
 def test_a_runaway_run_stops_with_a_partial_folder(source, tmp_path):
     slow = tmp_path / "slow.toml"
-    slow.write_text(SCENARIO.replace("duration_s = 4", "duration_s = 600") + "[sim]\n"
-                    "max_wall_s = 0.001\n")
+    slow.write_text(
+        SCENARIO.replace("duration_s = 4", "duration_s = 600") + "[sim]\nmax_wall_s = 0.001\n"
+    )
     out = tmp_path / "out"
     line = one_error_line(invoke("run", str(slow), "--out", str(out), "-q"))
     assert "max_wall_s" in line and str(out) in line
