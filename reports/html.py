@@ -49,10 +49,12 @@ from reports.figures import Figure
 from reports.page import (
     BADGES,
     badge,
+    command_html,
     document,
     guarded_plot,
     href,
     img,
+    scrolling,
     seed_of,
     write_page,
 )
@@ -331,7 +333,9 @@ def _summary_table(
             *METRIC_HEADERS,
         )
     )
-    return f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    return scrolling(
+        f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
 
 
 def _invariant_grid(result: dict[str, Any] | None, expected: list[str]) -> str:
@@ -387,7 +391,7 @@ def _violations(suite_dir: Path, run: dict[str, Any], expected: list[str]) -> st
     return (
         f'<div class="run-violations"><h4 class="seed">seed {escape(str(run.get("seed")))}</h4>'
         + "".join(blocks)
-        + (f'<p class="replay">replay: <code>{escape(replay)}</code></p>' if replay else "")
+        + (f'<p class="replay">replay: {command_html(replay)}</p>' if replay else "")
         + "</div>"
     )
 
@@ -435,7 +439,7 @@ def _counterexamples(suite_dir: Path, runs: list[dict[str, Any]]) -> str:
     ]
     if explanation:
         parts.append(f'<pre class="explanation">{escape(explanation)}</pre>')
-    parts.append(f'<p class="replay">replay: <code>{escape(replay)}</code></p>')
+    parts.append(f'<p class="replay">replay: {command_html(replay)}</p>')
     parts.append(
         f'<details><summary>the scenario it replays: <a href="{href(suite_dir, toml)}">'
         f"{escape(str(run.get('run_dir')))}/counterexample.toml</a></summary>"
@@ -461,7 +465,7 @@ def _runs_table(suite_dir: Path, runs: list[dict[str, Any]], plotted: set[int]) 
             f'<tr class="{kind}"><td class="num">{escape(str(run.get("seed")))}</td>'
             f"<td>{badge(kind)}</td><td>{escape(violated)}</td>"
             f'<td class="num">{float(run.get("wall_s") or 0):.1f} s</td>'
-            f"<td><code>{escape(run.get('replay') or '')}</code>"
+            f"<td>{command_html(run.get('replay') or '')}"
             + (f'<div class="error">{escape(str(error))}</div>' if error else "")
             + f"</td><td>{_files_cell(suite_dir, run, plotted)}</td></tr>"
         )
@@ -629,7 +633,7 @@ def _grid_section(
             + f"<td>{_files_cell(suite_dir, run, plotted)}</td></tr>"
             + (
                 f'<tr class="{point_kind} replay-row"><td colspan="{len(GRID_HEADERS)}">replay: '
-                f"<code>{escape(run['replay'])}</code></td></tr>"
+                f"{command_html(run['replay'])}</td></tr>"
                 if run.get("replay")
                 else ""
             )

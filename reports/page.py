@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import os
+import shlex
 from collections.abc import Callable
 from html import escape
 from pathlib import Path
@@ -128,6 +129,9 @@ tr.replay-row td { padding-top: 0; font-size: 12px; color: var(--muted); }
 table.summary td:first-child a { color: var(--ink); font-weight: 600; text-decoration: none; }
 code { font: 12px/1.4 ui-monospace, "SF Mono", Menlo, Consolas, monospace; background: var(--soft);
   padding: 1px 4px; border-radius: 4px; word-break: break-all; }
+code.command { word-break: normal; }
+code.command .arg { white-space: nowrap; }
+div.scroll { overflow-x: auto; max-width: 100%; }
 section.scenario { margin-top: 12px; }
 section.scenario.fail h2, section.scenario.error h2 { color: var(--fail); }
 ul.invariants { list-style: none; padding: 0; display: grid; gap: 6px;
@@ -162,16 +166,35 @@ figcaption .files { white-space: nowrap; font-size: 12px; }
 """
 
 
+def command_html(command: str) -> str:
+    """A shell command as ``<code>`` that wraps only between its arguments (each argument kept
+    on one line, quoted as a shell needs it), so a copied line still runs."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # not a shell line: show it as it is
+        return f"<code>{escape(command)}</code>"
+    args = " ".join(f'<span class="arg">{escape(shlex.quote(word))}</span>' for word in words)
+    return f'<code class="command">{args}</code>'
+
+
+def scrolling(html: str) -> str:
+    """``html`` (a wide table) in a box that scrolls sideways on a narrow screen instead of
+    being cut."""
+    return f'<div class="scroll">{html}</div>'
+
+
 __all__ = [
     "BADGES",
     "CSS",
     "EMBED_MAX_WIDTH_PX",
     "badge",
+    "command_html",
     "document",
     "embedded_png",
     "guarded_plot",
     "href",
     "img",
+    "scrolling",
     "seed_of",
     "write_page",
 ]

@@ -13,7 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from reports.distributions import plot_distributions
-from reports.page import badge, document, guarded_plot, img, seed_of, write_page
+from reports.page import (
+    badge,
+    command_html,
+    document,
+    guarded_plot,
+    img,
+    scrolling,
+    seed_of,
+    write_page,
+)
 
 MAX_FAILING_SEEDS_SHOWN = 50
 """Failing seeds listed in a sweep report (all of them are in summary.json)."""
@@ -98,7 +107,9 @@ def _percentile_table(metrics: dict[str, dict[str, Any]]) -> str:
         for name, d in metrics.items()
     )
     head = "".join(f"<th>{c}</th>" for c in ("metric", *columns))
-    return f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+    return scrolling(
+        f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+    )
 
 
 def _failing_table(rows: Sequence[dict[str, Any]], failing: list[dict[str, Any]]) -> str:
@@ -126,7 +137,7 @@ def _failing_table(rows: Sequence[dict[str, Any]], failing: list[dict[str, Any]]
             f'<tr class="fail"><td class="num">{escape(str(failure.get("seed")))}</td>'
             f"<td>{escape(what)}"
             + (f'<ul class="why">{sentences}</ul>' if sentences else "")
-            + f"</td><td><code>{escape(failure.get('replay') or '')}</code></td></tr>"
+            + f"</td><td>{command_html(failure.get('replay') or '')}</td></tr>"
         )
     more = len(failing) - MAX_FAILING_SEEDS_SHOWN
     note = f'<p class="muted">and {more} more in summary.json</p>' if more > 0 else ""
