@@ -13,7 +13,8 @@ on Spark) needs the same four things, and each is easy to get subtly wrong:
   identical (and catches a module that only works from the source tree).
 - **Quiet logs.** Spark's INFO chatter drowns the testbed's own progress: the driver JVM starts
   with a log4j2 configuration at ``WARN`` (written into the work folder; the user's own
-  ``spark.driver.extraJavaOptions`` replace it) and the context's level is set to ``WARN`` too.
+  ``spark.driver.extraJavaOptions`` replace it) and the context's level is set to ``WARN`` too;
+  ``quiet`` (``-q``) raises both to ``ERROR`` and turns the stage progress bar off everywhere.
 - **Clean stop.** ``with spark_session(...)`` cancels running jobs and stops the session on any
   exit, Ctrl-C included, so no JVM is left behind and the caller's ``KeyboardInterrupt`` still
   propagates (the caller keeps what finished).
@@ -38,9 +39,10 @@ PROJECT_PACKAGES = ("models", "sim", "invariants", "scenarios", "reports", "repl
 """The packages an executor may need (as in pyproject's ``[tool.setuptools] packages``)."""
 _SHIPPED_SUFFIXES = (".py", ".toml")
 LOG_LEVEL = "WARN"
+QUIET_LOG_LEVEL = "ERROR"
 LOG4J2_PROPERTIES = """\
 # Written by the testbed: Spark's own start-up INFO lines would drown the testbed's progress.
-rootLogger.level = warn
+rootLogger.level = {level}
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
@@ -63,6 +65,9 @@ class SparkOptions:
     master: str = DEFAULT_MASTER
     conf: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     app_name: str = "hudi-commit-testbed"
+    quiet: bool = False
+    """``-q``: no stage progress bar on any master, and only Spark's errors (not its WARN lines)
+    reach the terminal."""
 
     @property
     def local(self) -> bool:
@@ -81,6 +86,7 @@ class SparkOptions:
         }
         if self.local:
             values["spark.ui.enabled"] = "false"
+        if self.local or self.quiet:
             values["spark.ui.showConsoleProgress"] = "false"
         else:  # a cluster has its own interpreters; never point it at ours
             del values["spark.pyspark.python"]
@@ -124,6 +130,10 @@ def package_zip(dest: Path, root: Path | None = None) -> Path:
     return dest
 
 
+def _log_level(options: SparkOptions) -> str:
+    return QUIET_LOG_LEVEL if options.quiet else LOG_LEVEL
+
+
 @contextlib.contextmanager
 def spark_session(options: SparkOptions, work_dir: Path) -> Iterator[SparkSession]:
     """A started session with the project shipped; always stopped on exit (Ctrl-C included).
@@ -139,14 +149,14 @@ def spark_session(options: SparkOptions, work_dir: Path) -> Iterator[SparkSessio
     settings = options.settings()
     if "spark.driver.extraJavaOptions" not in settings:  # the user's own JVM options win
         log_config = work_dir / "log4j2.properties"
-        log_config.write_text(LOG4J2_PROPERTIES)
+        log_config.write_text(LOG4J2_PROPERTIES.format(level=_log_level(options).lower()))
         settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log_config}"
     builder = SparkSession.builder.master(options.master)
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     context = session.sparkContext
-    context.setLogLevel(LOG_LEVEL)
+    context.setLogLevel(_log_level(options))
     try:
         context.addPyFile(str(package_zip(work_dir / "testbed-packages.zip")))
         yield session

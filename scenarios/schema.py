@@ -439,7 +439,9 @@ class FaultSpec(_Spec):
                     )
             required = _KIND_REQUIRES.get(entry.kind)
             if required is not None and not getattr(entry, required):
-                allowed = "an integer in [1, 3600000]" if required == "delay_ms" else "a non-zero integer"
+                allowed = (
+                    "an integer in [1, 3600000]" if required == "delay_ms" else "a non-zero integer"
+                )
                 raise _RuleViolation(
                     f"kind {_show(entry.kind)} needs {required}"
                     + (" other than 0" if getattr(entry, required) == 0 else ""),

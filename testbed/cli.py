@@ -240,8 +240,18 @@ def _print_inspect(report: dict) -> None:
     type=click.Path(dir_okay=False),
     help="Write the rows to this parquet file instead of printing them.",
 )
-def read(path: str, as_of: str | None, out: str | None) -> None:
-    """Read the merged snapshot of the table at PATH (base files merged with committed logs)."""
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="Print at most this many rows (0: all of them); --out always writes every row.",
+)
+def read(path: str, as_of: str | None, out: str | None, limit: int) -> None:
+    """Read the merged snapshot of the table at PATH (base files merged with committed logs).
+
+    Prints the first --limit rows, fitted to the terminal, and how many more there are; --out
+    writes every row to a parquet file instead."""
     from models.reader import read_snapshot
 
     table = _open_table(path)
@@ -260,19 +270,25 @@ def read(path: str, as_of: str | None, out: str | None) -> None:
         tmp.replace(target)  # never leave a half-written file behind
         click.echo(f"{rows.num_rows} rows -> {out}", err=True)
         return
-    _print_rows(rows)
+    _print_rows(rows, limit)
 
 
-def _print_rows(rows) -> None:
+def _print_rows(rows, limit: int) -> None:
+    """The first ``limit`` rows (all for 0) as a table as wide as the terminal, then how many
+    rows were left out."""
     from rich.console import Console
     from rich.table import Table
 
+    shown = rows if limit == 0 else rows.slice(0, limit)
     view = Table(title=f"{rows.num_rows} rows", title_justify="left")
     for name in rows.column_names:
         view.add_column(name, overflow="fold")
-    for record in rows.to_pylist():
+    for record in shown.to_pylist():
         view.add_row(*("" if v is None else str(v) for v in record.values()))
-    Console(width=max(200, Console().width)).print(view)
+    Console().print(view)
+    rest = rows.num_rows - shown.num_rows
+    if rest:
+        click.echo(f"... and {rest} more rows (--limit 0 prints all, --out FILE writes them all)")
 
 
 @main.command()
@@ -298,7 +314,7 @@ def demo(out: str, force: bool) -> None:
     click.echo(f"demo table written to {target}")
     ctx = click.get_current_context()
     ctx.invoke(inspect, path=str(target), as_json=False, as_of=None)
-    ctx.invoke(read, path=str(target), as_of=None, out=None)
+    ctx.invoke(read, path=str(target), as_of=None, out=None, limit=20)
 
 
 @main.command()
@@ -717,7 +733,7 @@ def _suite_spark_options(master, conf, workers, target: Path):
 
     try:
         require_plain_path(target.resolve())
-        return SparkOptions(master=master, conf=parse_conf(conf))
+        return SparkOptions(**_spark_args(master, parse_conf(conf)))
     except (SparkConfError, PathNeedsQuotingError) as err:
         raise UserError(str(err)) from None
 
@@ -913,7 +929,13 @@ def bench(quick: bool, only: str | None, repeats: int | None, out: str | None) -
 
 
 def _spark_args(master: str | None, conf: tuple[tuple[str, str], ...]) -> dict:
-    return {"conf": conf} | ({"master": master} if master else {})
+    """``SparkOptions`` arguments; quiet when the command runs with ``-q``."""
+    return {"conf": conf, "quiet": _quiet()} | ({"master": master} if master else {})
+
+
+def _quiet() -> bool:
+    """Whether the running command was given ``-q``."""
+    return bool(click.get_current_context().params.get("quiet", False))
 
 
 def _sweep_on_spark(scenario, source, bounds, target, options, engine, bar):

@@ -84,6 +84,13 @@ class KindPlan:
 JOB_KINDS = ("lose_ack", "delay_ack", "duplicate_ack", "fail_checkpoint")
 
 
+NO_FAULT_RATES = (
+    "the scenario has no random fault rates in [faults] (ack_loss, checkpoint_failure, "
+    "writer_crash_per_hour, ...), so no fault schedule was drawn: only run seeds and lengths "
+    "were searched"
+)
+
+
 def fault_plan(scenario: Scenario) -> list[KindPlan]:
     """Which kinds to draw and how many, from the scenario's random rates.
 
@@ -500,9 +507,8 @@ def explore(
         f"Counterexample found by testbed explore (--seed {seed}) from scenario "
         f"{scenario.scenario.name!r}: its random faults replaced by this schedule."
     )
-    strategy = candidates(
-        scenario, fault_plan(scenario), seed_range=seed_range, max_duration_s=max_duration_s
-    )
+    plan = fault_plan(scenario)
+    strategy = candidates(scenario, plan, seed_range=seed_range, max_duration_s=max_duration_s)
     cache: dict[Candidate, Outcome] = {}
     best: list[tuple[Candidate, Outcome]] = []
 
@@ -571,7 +577,13 @@ def explore(
             interrupted = True
             found = best[0][0] if best else None
     result = ExploreResult(
-        scenario, target, known_bad, state, interrupted=interrupted, budget_spent=budget_spent
+        scenario,
+        target,
+        known_bad,
+        state,
+        interrupted=interrupted,
+        budget_spent=budget_spent,
+        note="" if plan else NO_FAULT_RATES,
     )
     if found is None:
         return result

@@ -499,7 +499,8 @@ def summary_table(summary: dict[str, Any]) -> Any:
     for entry in summary["scenarios"]:
         rows = runs_of[entry["scenario"]]
         seeds = [row["seed"] for row in rows]
-        seed_text = str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
+        seed_range = str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
+        seed_text = f"{len(seeds)} ({seed_range})"
         good = sum(row["ok"] for row in rows)
         errors = sum(row["error"] is not None for row in rows)
         verdict = "[green]as expected[/]" if entry["ok"] else "[bold red]NOT as expected[/]"
