@@ -352,7 +352,9 @@ class ArchivedTimeline:
                 try:
                     data = self.storage.read(path)
                 except FileNotFoundError:
-                    raise ArchiveReadError(f"{path} is listed in the manifest but missing") from None
+                    raise ArchiveReadError(
+                        f"{path} is listed in the manifest but missing"
+                    ) from None
                 for row in _from_parquet(data, path):
                     key = (row.instant_time, row.action)
                     if key not in seen:  # a file left over by a crash may repeat rows

@@ -508,7 +508,9 @@ def read_log_blocks_skipping_corrupt(data: bytes | bytearray | memoryview) -> li
     while total - offset >= len(MAGIC):
         magic = bytes(view[offset : offset + len(MAGIC)])
         if magic != MAGIC:
-            raise LogFormatError(f"expected magic {MAGIC!r} at a block start, found {magic!r}", offset)
+            raise LogFormatError(
+                f"expected magic {MAGIC!r} at a block start, found {magic!r}", offset
+            )
         end = _intact_block_end(view, offset, total)
         if end is None:
             offset = _next_magic(view, offset + len(MAGIC) + _I64.size, total)
