@@ -393,3 +393,14 @@ def test_a_torn_last_log_block_is_skipped_as_hudi_does(pristine: Pristine, tmp_p
     from models.reader import decoded_log_blocks
 
     assert decoded_log_blocks((table / log).read_bytes()) == ()
+
+
+def test_a_truncated_json_deltacommit_of_table_version_6_is_an_error(fixture_tables, tmp_path):
+    """Table version 6 keeps commit metadata as JSON in ``.hoodie/``: decoded as JSON."""
+    table = tmp_path / "v6"
+    shutil.copytree(fixture_tables["quickstart_trips_table_mor_avro_v6_trips_8i1u"], table)
+    instant = sorted((table / ".hoodie").glob("*.deltacommit"))[-1]
+    instant.write_bytes(instant.read_bytes()[:100])
+    for command in ("inspect", "read"):
+        message = _one_error_naming(_invoke(command, str(table)), instant.name)
+        assert "JSON" in message
