@@ -49,7 +49,7 @@ from models.instant_time import format_epoch_ms
 from models.logfile import CommandBlock, DataBlock, DeleteBlock
 from models.reader import decoded_log_blocks, decoded_parquet, read_snapshot
 from models.storage import FileStatus
-from models.table import HudiTable, ReadCache, ViewOptions
+from models.table import CorruptTableError, HudiTable, ReadCache, ViewOptions
 from models.timeline import Timeline
 
 COMPACTION_ACTIONS = ("compaction", "logcompaction")
@@ -88,8 +88,8 @@ READ_CACHE_ROWS = 2_000_000
 """How many snapshot rows :meth:`CommittedTable.sut_read` keeps for the next checker."""
 
 
-class CommittedTableError(ValueError):
-    """The table's raw files cannot be read as the checkers need them."""
+class CommittedTableError(CorruptTableError):
+    """The table's raw files cannot be read as the checkers need them (a damaged table)."""
 
 
 def _time(text: str) -> str:
@@ -564,7 +564,10 @@ class CommittedTable:
             return
         key_fields = self.config.record_key_fields
         if not f.is_log:
-            rows = decoded_parquet(data, self.read_cache)
+            try:
+                rows = decoded_parquet(data, self.read_cache)
+            except (pa.ArrowException, OSError, ValueError) as err:
+                raise CommittedTableError(f"{f.path}: not a readable parquet file: {err}") from None
             yield normalize_rows(rows, f.partition, index, key_fields)
             return
         try:

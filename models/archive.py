@@ -70,6 +70,7 @@ from models.instant import parse_instant_file_name as _parse_instant
 from models.instant_time import normalize
 from models.properties import TableConfig
 from models.storage import Storage, join
+from models.table_errors import CorruptTableError
 from models.timeline import WRITE_ACTIONS
 
 if TYPE_CHECKING:
@@ -127,6 +128,11 @@ _AVRO_SCHEMA = json.dumps(
 
 class ArchiveError(ValueError):
     """The archived timeline is unreadable, or archiving was asked for something it must not do."""
+
+
+class ArchiveReadError(ArchiveError, CorruptTableError):
+    """A file of the archived timeline (manifest, LSM data file) is missing or does not decode;
+    the message names it. Readers of a table see it as any other damaged table file."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -188,8 +194,8 @@ class LSMManifest:
             files = tuple(
                 LSMFileEntry(str(f["fileName"]), int(f.get("fileLen", 0))) for f in raw["files"]
             )
-        except (ValueError, KeyError, TypeError) as err:
-            raise ArchiveError(f"{what} is not an LSM timeline manifest: {err}") from None
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            raise ArchiveReadError(f"{what} is not an LSM timeline manifest: {err}") from None
         return cls(files)
 
     def without(self, names: Iterable[str]) -> LSMManifest:
@@ -255,11 +261,11 @@ def _to_parquet(rows: Sequence[LSMTimelineInstant]) -> bytes:
 def _from_parquet(data: bytes, what: str) -> list[LSMTimelineInstant]:
     try:
         table = pq.read_table(io.BytesIO(data))
-    except (pa.ArrowInvalid, OSError) as err:
-        raise ArchiveError(f"{what} is not a readable parquet file: {err}") from None
+    except (pa.ArrowException, OSError) as err:
+        raise ArchiveReadError(f"{what} is not a readable parquet file: {err}") from None
     missing = {"instantTime", "action"} - set(table.column_names)
     if missing:
-        raise ArchiveError(f"{what} lacks the LSM timeline columns {sorted(missing)}")
+        raise ArchiveReadError(f"{what} lacks the LSM timeline columns {sorted(missing)}")
 
     def column(name: str) -> list:
         return table.column(name).to_pylist() if name in table.column_names else [None] * len(table)
@@ -275,7 +281,7 @@ def _from_parquet(data: bytes, what: str) -> list[LSMTimelineInstant]:
         strict=True,
     ):
         if t is None or a is None:
-            raise ArchiveError(f"{what}: a row without instantTime or action")
+            raise ArchiveReadError(f"{what}: a row without instantTime or action")
         out.append(LSMTimelineInstant(t, c, a, m, p, v if v is not None else 1))
     return out
 
@@ -332,7 +338,7 @@ class ArchivedTimeline:
         try:
             data = self.storage.read(path)
         except FileNotFoundError:
-            raise ArchiveError(f"{path} is named by {VERSION_FILE} but missing") from None
+            raise ArchiveReadError(f"{path} is named by {VERSION_FILE} but missing") from None
         return LSMManifest.from_json(data, path)
 
     # --- instants -------------------------------------------------------------------------------
@@ -346,7 +352,9 @@ class ArchivedTimeline:
                 try:
                     data = self.storage.read(path)
                 except FileNotFoundError:
-                    raise ArchiveError(f"{path} is listed in the manifest but missing") from None
+                    raise ArchiveReadError(
+                        f"{path} is listed in the manifest but missing"
+                    ) from None
                 for row in _from_parquet(data, path):
                     key = (row.instant_time, row.action)
                     if key not in seen:  # a file left over by a crash may repeat rows
@@ -669,6 +677,7 @@ __all__ = [
     "DEFAULT_MERGE_FACTOR",
     "LSM_SCHEMA",
     "ArchiveError",
+    "ArchiveReadError",
     "ArchivedTimeline",
     "LSMFileEntry",
     "LSMFileName",

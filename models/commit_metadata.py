@@ -1072,3 +1072,33 @@ def write_requested_replace_metadata(meta: RequestedReplaceMetadata) -> bytes:
         "version": 1 if meta.has_plan else None,
     }
     return _encode_avro(avro_schemas.requested_replace_metadata_schema(), record)
+
+
+# --------------------------------------------------------------------------------------------
+# Completed instant files, any action
+# --------------------------------------------------------------------------------------------
+
+COMMIT_ACTIONS = ("commit", "deltacommit", "replacecommit")
+"""Completed actions whose file holds (replace) commit metadata, JSON in layout 1, else Avro."""
+
+
+def check_completed_instant(action: str, data: bytes) -> None:
+    """Decode the file of a completed instant of ``action``; :class:`MetadataFormatError` if it
+    does not decode.
+
+    ``commit``/``deltacommit``/``replacecommit``: :func:`read_commit_metadata`, with 0 bytes
+    refused. Hudi's ``CommitMetadataSerDeV2.deserialize`` would read an empty file as empty
+    metadata, but no Hudi writer leaves one (``ActiveTimelineV2.transitionStateToComplete`` always
+    writes the serialized metadata, JSON in layout 1 too), and hudi-rs refuses it: an empty
+    completed file is a torn write. ``rollback``: :func:`read_rollback_metadata`. Every other
+    completed action (``clean``, ``savepoint``, ``restore``, ``indexing``, ...) is one Avro record
+    in every layout (``TimelineMetadataUtils.deserializeAvroMetadata``), read generically.
+    """
+    if action in COMMIT_ACTIONS:
+        if not data.strip():
+            raise MetadataFormatError("completed commit file is empty; Hudi always writes metadata")
+        read_commit_metadata(data)
+    elif action == "rollback":
+        read_rollback_metadata(data)
+    else:
+        read_instant_record(data)

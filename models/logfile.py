@@ -101,6 +101,7 @@ __all__ = [
     "delete_keys_schema",
     "encode_block",
     "read_log_blocks",
+    "read_log_blocks_skipping_corrupt",
     "read_log_frames",
     "write_log_blocks",
 ]
@@ -153,6 +154,7 @@ class LogFormatError(ValueError):
 
     def __init__(self, message: str, offset: int | None = None) -> None:
         self.offset = offset
+        self.message = message
         super().__init__(message if offset is None else f"{message} (at byte {offset})")
 
 
@@ -456,6 +458,76 @@ def _iter_frames(data: bytes | memoryview) -> Iterator[RawLogBlock]:
         )
         offset = end
         index += 1
+
+
+def _intact_block_end(view: memoryview, offset: int, total: int) -> int | None:
+    """End of the block whose magic starts at ``offset`` if its framing is intact as Hudi's
+    ``HoodieLogFileReader.isBlockCorrupt`` judges it, else None (a corrupt block): the length is
+    readable and at least the smallest block, the block ends within the file, its trailer says
+    ``length + 6``, and the next magic or the end of the file (fewer than 6 bytes) follows."""
+    start = offset + len(MAGIC)
+    if total - start < _I64.size:
+        return None
+    (block_length,) = _I64.unpack_from(view, start)
+    end = start + _I64.size + block_length
+    if block_length < _MIN_BLOCK_LENGTH or end > total:
+        return None
+    (trailer,) = _I64.unpack_from(view, end - _I64.size)
+    if trailer != block_length + len(MAGIC):
+        return None
+    if total - end >= len(MAGIC) and bytes(view[end : end + len(MAGIC)]) != MAGIC:
+        return None
+    return end
+
+
+def _next_magic(view: memoryview, start: int, total: int) -> int:
+    """Offset of the next magic at or after ``start``, else ``total``
+    (``HoodieLogFileReader.scanForNextAvailableBlockOffset``)."""
+    found = bytes(view[start:total]).find(MAGIC) if start < total else -1
+    return total if found < 0 else start + found
+
+
+def read_log_blocks_skipping_corrupt(data: bytes | bytearray | memoryview) -> list[LogBlock]:
+    """The blocks of a log file as Hudi's log reader yields them to its scanners.
+
+    ``HoodieLogFileReader`` turns a block whose framing is broken (a torn last block, a length or
+    trailer that disagree, no magic after it: :func:`_intact_block_end`) and every byte up to the
+    next magic into a ``HoodieCorruptBlock``, which ``BaseHoodieLogRecordReader`` skips; fewer
+    than 6 bytes at the end are the end of the file (``readMagic``). Anything else stays an error
+    as in Hudi: no magic where a block must start (``CorruptedLogFileException``), or a block
+    whose framing is intact but whose content does not decode (:class:`LogFormatError`).
+    """
+    if type(data) is bytes:
+        known = _recently_written.get(data)
+        if known is not None:
+            return list(known)
+    view = memoryview(data)
+    total = len(view)
+    blocks: list[LogBlock] = []
+    offset = 0
+    while total - offset >= len(MAGIC):
+        magic = bytes(view[offset : offset + len(MAGIC)])
+        if magic != MAGIC:
+            raise LogFormatError(
+                f"expected magic {MAGIC!r} at a block start, found {magic!r}", offset
+            )
+        end = _intact_block_end(view, offset, total)
+        if end is None:
+            offset = _next_magic(view, offset + len(MAGIC) + _I64.size, total)
+            continue
+        blocks.append(decode_block(_frame_within(view, offset, end)))
+        offset = end
+    return blocks
+
+
+def _frame_within(view: memoryview, offset: int, end: int) -> RawLogBlock:
+    """The one block framed in ``view[offset:end]``, its offsets and errors counted in ``view``."""
+    try:
+        (raw,) = _iter_frames(view[offset:end])
+    except LogFormatError as err:
+        at = None if err.offset is None else err.offset + offset
+        raise type(err)(err.message, at) from None
+    return replace(raw, offset=offset, content_offset=raw.content_offset + offset)
 
 
 def read_log_frames(data: bytes | bytearray | memoryview) -> list[RawLogBlock]:

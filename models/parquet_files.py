@@ -47,7 +47,18 @@ def base_file_parquet(table: pa.Table) -> bytes:
 
 
 def read_parquet(data: bytes | pa.Buffer, columns: Sequence[str] | None = None) -> pa.Table:
-    """The rows of a parquet file held in memory (all columns, or ``columns``)."""
-    return pq.ParquetFile(pa.BufferReader(data)).read(
+    """The rows of a parquet file held in memory (all columns, or ``columns``).
+
+    String columns are checked to hold UTF-8, as the parquet format's STRING type requires:
+    the reader does not check it, and a damaged page would otherwise surface as undecodable
+    strings far from the file (``pyarrow.ArrowInvalid`` here, naming the column)."""
+    rows = pq.ParquetFile(pa.BufferReader(data)).read(
         columns=list(columns) if columns is not None else None, use_threads=False
     )
+    for name, column in zip(rows.column_names, rows.columns, strict=True):
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            try:
+                column.validate(full=True)
+            except pa.ArrowInvalid as err:
+                raise pa.ArrowInvalid(f"column {name!r} holds invalid UTF-8: {err}") from None
+    return rows

@@ -35,7 +35,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from models.fsview import FileSlice, latest_file_slices
-from models.logfile import CommandBlock, DataBlock, DeleteBlock, LogBlock, read_log_blocks
+from models.logfile import (
+    CommandBlock,
+    DataBlock,
+    DeleteBlock,
+    LogBlock,
+    read_log_blocks_skipping_corrupt,
+)
 from models.parquet_files import read_parquet
 from models.partial_update import (
     column_groups,
@@ -90,8 +96,9 @@ def merge_file_slice(
     batches: list[pa.Table | DeleteKeys] = []
     base: bytes | None = None
     if file_slice.base_file is not None:
-        base = _read(table, join(file_slice.partition, file_slice.base_file.name))
-        batches.append(decoded_parquet(base, cache))
+        path = join(file_slice.partition, file_slice.base_file.name)
+        base = _read(table, path)
+        batches.append(_base_rows(path, base, cache))
     logs: list[tuple[bytes, tuple[int, ...]]] = []
     for log in file_slice.log_files:
         path = join(file_slice.partition, log.name)
@@ -122,19 +129,29 @@ def merge_file_slice(
     return cache.get(key, lambda: merge_batches(batches, table.config))
 
 
+def _base_rows(path: str, data: bytes, cache: ReadCache | None) -> pa.Table:
+    """The rows of the base file at ``path``; :class:`CorruptTableError` naming it if its bytes
+    are not a readable parquet file (Hudi's ``HoodieAvroParquetReader`` fails the read too)."""
+    try:
+        return decoded_parquet(data, cache)
+    except (pa.ArrowException, OSError, ValueError) as err:
+        raise CorruptTableError(f"{path}: not a readable parquet file: {err}") from None
+
+
 def decoded_parquet(data: bytes, cache: ReadCache | None = None) -> pa.Table:
     """The rows of a parquet file (base file), decoded once per content with a cache."""
     return decode_once(cache, "parquet", read_parquet, data)
 
 
 def decoded_log_blocks(data: bytes, cache: ReadCache | None = None) -> tuple[LogBlock, ...]:
-    """The blocks of a log file, decoded once per content with a cache (raises ``ValueError``
-    as :func:`models.logfile.read_log_blocks` does)."""
+    """The blocks of a log file as Hudi's log reader yields them, corrupt blocks skipped
+    (:func:`models.logfile.read_log_blocks_skipping_corrupt`, whose ``ValueError`` it raises),
+    decoded once per content with a cache."""
     return decode_once(cache, "log blocks", _log_blocks, data)
 
 
 def _log_blocks(data: bytes) -> tuple[LogBlock, ...]:
-    return tuple(read_log_blocks(data))
+    return tuple(read_log_blocks_skipping_corrupt(data))
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,12 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from models.archive import ArchivedTimeline, ArchiveError
-from models.commit_metadata import CommitMetadata, read_commit_metadata, read_compaction_plan
+from models.commit_metadata import (
+    CommitMetadata,
+    check_completed_instant,
+    read_commit_metadata,
+    read_compaction_plan,
+)
 from models.filenames import is_base_file_name, is_log_file_name
 from models.fsview import (
     FileGroup,
@@ -35,6 +40,7 @@ from models.fsview import (
 from models.instant import Instant, State
 from models.properties import PropertiesError, TableConfig, parse_properties
 from models.storage import FileStatus, Storage, join
+from models.table_errors import CorruptTableError
 from models.timeline import (
     ActiveTimeline,
     ArchiveFallback,
@@ -49,10 +55,6 @@ PROPERTIES_PATH = ".hoodie/hoodie.properties"
 
 class NotAHudiTableError(ValueError):
     """The path has no readable ``.hoodie/hoodie.properties``."""
-
-
-class CorruptTableError(ValueError):
-    """An instant file or table file could not be read; the message names it."""
 
 
 T = TypeVar("T")
@@ -155,9 +157,13 @@ class HudiTable:
     :class:`~models.writer.TableWriter` over the table plans compactions the same way.
     """
 
-    def __init__(self, storage: Storage, *, archive_lookup: bool = True) -> None:
+    def __init__(
+        self, storage: Storage, *, archive_lookup: bool = True, decode_instants: bool = True
+    ) -> None:
         self.storage = storage
         self.archive_lookup = archive_lookup
+        self.decode_instants = decode_instants
+        self._decoded: dict[str, bytes] = {}
         try:
             text = storage.read(PROPERTIES_PATH).decode("utf-8")
         except FileNotFoundError:
@@ -169,6 +175,8 @@ class HudiTable:
             self.config.name  # noqa: B018 - validate the keys every reader needs
             self.config.version  # noqa: B018
             self.config.layout_version  # noqa: B018
+            self.config.table_type  # noqa: B018
+            self.config.merge_mode  # noqa: B018
         except PropertiesError as err:
             raise NotAHudiTableError(f"{PROPERTIES_PATH}: {err}") from None
         self.active_timeline = ActiveTimeline(storage, self.config)
@@ -188,6 +196,7 @@ class HudiTable:
             layout = self.config.layout_version
             key = ("active timeline", layout, listing)
             active = cache.get(key, lambda: Timeline(instants_from_listing(listing, layout)))
+        self._decode_completed(active)
         if self.config.layout_version != 2:
             return active, key  # layout 1 keeps its archive in the 0.x log format, not read here
         if cache is None:
@@ -201,6 +210,33 @@ class HudiTable:
             use_completion_times=self.archive_lookup,
         )
         return active.with_archive(fallback), key
+
+    def _decode_completed(self, timeline: Timeline) -> None:
+        """Decode the file of every completed instant, as Hudi reads them when it loads the
+        timeline with its details (``ActiveTimelineV2`` through ``CommitMetadataSerDeV2`` and
+        ``TimelineMetadataUtils``); :class:`CorruptTableError` names the first that does not.
+
+        A file is decoded once per content: the bytes that decoded are kept by path, and a read
+        that returns them again (the very object, as in-memory storage does, or equal bytes) is
+        not decoded again. Off (``decode_instants=False``) for a table whose instants its own
+        writers wrote, such as the simulator's, where every read is also a simulated I/O."""
+        if not self.decode_instants:
+            return
+        for instant in timeline.instants:
+            if instant.is_completed:
+                self._decode_instant_file(instant)
+
+    def _decode_instant_file(self, instant: Instant) -> None:
+        path = self.active_timeline.path_of(instant)
+        data = self._read_instant(instant)
+        known = self._decoded.get(path)
+        if known is not None and (known is data or known == data):
+            return
+        try:
+            check_completed_instant(instant.action, data)
+        except ValueError as err:
+            raise CorruptTableError(f"{path}: {err}") from None
+        self._decoded[path] = data
 
     def _cached_archive(self, cache: ReadCache) -> tuple[ArchivedTimeline, Hashable]:
         """The LSM timeline, loaded once per content of its folder (every file's name and bytes).
@@ -249,8 +285,9 @@ class HudiTable:
     def _read_instant(self, instant: Instant) -> bytes:
         try:
             return self.active_timeline.read_content(instant)
-        except FileNotFoundError as err:
-            raise CorruptTableError(f"instant file vanished: {err}") from None
+        except FileNotFoundError:
+            path = self.active_timeline.path_of(instant)
+            raise CorruptTableError(f"{path}: instant file vanished while reading") from None
 
     def pending_compactions(
         self, timeline: Timeline, *, cache: ReadCache | None = None

@@ -121,8 +121,10 @@ def create_table(
     partition_fields: Sequence[str] = (),
     merge_mode: str | None = None,
     database: str = "default",
+    decode_instants: bool = True,
 ) -> HudiTable:
-    """Write ``hoodie.properties`` for a new table version 8 (layout 2) and return the table."""
+    """Write ``hoodie.properties`` for a new table version 8 (layout 2) and return the table
+    (``decode_instants``: see :class:`~models.table.HudiTable`)."""
     if table_type not in (COPY_ON_WRITE, MERGE_ON_READ):
         raise WriteError(
             f"table_type must be {COPY_ON_WRITE} or {MERGE_ON_READ}, not {table_type!r}"
@@ -154,7 +156,7 @@ def create_table(
     if storage.exists(PROPERTIES_PATH):
         raise WriteError("a table already exists there (.hoodie/hoodie.properties)")
     storage.create_if_absent(PROPERTIES_PATH, format_properties(props).encode())
-    return HudiTable(storage)
+    return HudiTable(storage, decode_instants=decode_instants)
 
 
 class TableWriter:

@@ -107,9 +107,10 @@ class World:
             ordering_field=ORDERING_FIELD,
             partition_fields=(PARTITION_FIELD,),
             merge_mode=scenario.table.merge_mode,
+            decode_instants=False,  # its own writers' instants; a read is a simulated I/O
         )
         if not scenario.protocol.archived_completion_lookup:  # apache/hudi#14365
-            self.table = HudiTable(self.storage, archive_lookup=False)
+            self.table = HudiTable(self.storage, archive_lookup=False, decode_instants=False)
         if not scenario.protocol.put_if_absent:  # timeline files silently overwritten
             self.table.active_timeline = ActiveTimeline(
                 self.storage, self.table.config, put_if_absent=False

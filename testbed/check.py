@@ -89,25 +89,49 @@ def check_run(folder: Path) -> CheckReport:
     table_root = folder / "table"
     table: HudiTable | None
     if table_root.is_dir():
-        try:
-            table = HudiTable(LocalStorage(table_root))
-        except (NotAHudiTableError, CorruptTableError) as error:
-            raise CheckInputError(f"{table_root}: {error}") from None
-        source = f"the recorded table {table_root}"
+        table = _open_recorded(table_root, mismatches)
+        source = f"the recorded table {table_root}" + ("" if table else " (corrupt, not read)")
     elif scenario.table.storage == "local":
         raise CheckInputError(
             f'{folder}: scenario.toml says storage = "local" but there is no table/ folder'
         )
     else:
         table, source = _rebuild_table(scenario, digest, mismatches)
-    verdicts = check_all(events, table) if table is not None else {}
+    verdicts = _check_table(events, table, table_root, mismatches)
     notes: list[str] = []
     if verdicts:
         _compare_verdicts(verdicts, recorded.get("invariants", {}), mismatches, notes)
     oracle = "hudi-rs: not applicable (no table on disk)"
-    if table is not None and table_root.is_dir():
+    if verdicts and table is not None and table_root.is_dir():
         oracle = _oracle(table_root, table, mismatches)
     return CheckReport(folder, scenario, recorded, verdicts, source, oracle, mismatches, notes)
+
+
+def _corrupt(table_root: Path, error: Exception) -> str:
+    """The finding for a recorded table that cannot be read: it names the damaged file."""
+    return f"the table is corrupt: {table_root}/{error}"
+
+
+def _open_recorded(table_root: Path, mismatches: list[str]) -> HudiTable | None:
+    """The run's ``table/``, or None with a finding if it has no readable ``hoodie.properties``."""
+    try:
+        return HudiTable(LocalStorage(table_root))
+    except (NotAHudiTableError, CorruptTableError) as error:
+        mismatches.append(_corrupt(table_root, error))
+        return None
+
+
+def _check_table(
+    events: list[Event], table: HudiTable | None, table_root: Path, mismatches: list[str]
+) -> dict[str, Verdict]:
+    """Every checker's verdict, or none with a finding when a file of the table is damaged."""
+    if table is None:
+        return {}
+    try:
+        return check_all(events, table)
+    except CorruptTableError as error:
+        mismatches.append(_corrupt(table_root, error))
+        return {}
 
 
 def _read_folder(folder: Path) -> tuple[Scenario, list[Event], dict[str, Any]]:
@@ -196,7 +220,11 @@ def _oracle(table_root: Path, table: HudiTable, mismatches: list[str]) -> str:
     except Exception as error:  # hudi-rs raises its own error types
         mismatches.append(f"hudi-rs cannot read the table: {error}")
         return "hudi-rs: could not read the table"
-    ours = read_snapshot(table)
+    try:
+        ours = read_snapshot(table)
+    except CorruptTableError as error:
+        mismatches.append(_corrupt(table_root, error))
+        return "hudi-rs: not compared (our read of the table failed)"
     theirs = pa.Table.from_batches(theirs_batches) if theirs_batches else None
     difference = snapshot_difference(ours, theirs)
     if difference:

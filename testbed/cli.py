@@ -41,7 +41,7 @@ def _open_table(path: str) -> HudiTable:
         raise UserError(f"{path}: no such directory")
     try:
         return HudiTable(LocalStorage(root))
-    except NotAHudiTableError as err:
+    except (NotAHudiTableError, CorruptTableError) as err:
         raise UserError(f"{path}: {err}") from None
 
 
@@ -879,6 +879,8 @@ def verify(
         options = SparkOptions(**_spark_args(master, parse_conf(conf)))
     except (VerifyInputError, SparkConfError) as err:
         raise UserError(str(err)) from None
+    except (NotAHudiTableError, CorruptTableError) as err:
+        raise UserError(f"{path}: {err}") from None
     with (
         tempfile.TemporaryDirectory(prefix="testbed-verify-") as work,
         spark_session(options, Path(work)) as spark,
@@ -887,6 +889,8 @@ def verify(
             report = verify_table(spark, target, Path(work))
         except VerifyInputError as err:
             raise UserError(str(err)) from None
+        except (NotAHudiTableError, CorruptTableError) as err:
+            raise UserError(f"{target.table_root}: {err}") from None
     report["engine"] = f"spark {options.master}"
     for line in describe(report):
         click.echo(line)

@@ -44,7 +44,15 @@ def t(n: int) -> str:
 
 
 def synthetic(table_type: str = COPY_ON_WRITE) -> HudiTable:
-    return create_table(InMemoryStorage(), name="t", table_type=table_type, record_key_field="id")
+    """A table whose completed instant files hold their own names (so archived rows can be told
+    apart), not metadata: it does not decode them."""
+    return create_table(
+        InMemoryStorage(),
+        name="t",
+        table_type=table_type,
+        record_key_field="id",
+        decode_instants=False,
+    )
 
 
 def add(table: HudiTable, n: int, action: str, done: int | None = None, *, upto=State.COMPLETED):
