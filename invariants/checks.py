@@ -43,11 +43,18 @@ CHECKERS: dict[str, Checker] = {
 """Invariant name -> checker; the names are those of ``scenarios.schema.INVARIANTS``."""
 
 
-def check_all(events: Sequence[Event], table: HudiTable) -> dict[str, Verdict]:
-    """The verdict of every checker, by invariant name (in :data:`CHECKERS` order)."""
+def check_all(
+    events: Sequence[Event],
+    table: HudiTable,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Verdict]:
+    """The verdict of every checker, by invariant name (in :data:`CHECKERS` order);
+    ``progress(name)`` before each checker runs."""
     committed = load_committed(table)  # noqa: F841 - the cache holds it weakly: one reading for all
     verdicts = {}
     for name, checker in CHECKERS.items():
+        if progress is not None:
+            progress(name)
         verdict = checker(events, table)
         if verdict.name != name:
             raise ValueError(

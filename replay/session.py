@@ -149,7 +149,7 @@ def spark_session(options: SparkOptions, work_dir: Path) -> Iterator[SparkSessio
     settings = options.settings()
     if "spark.driver.extraJavaOptions" not in settings:  # the user's own JVM options win
         log_config = work_dir / "log4j2.properties"
-        log_config.write_text(LOG4J2_PROPERTIES.format(level=_log_level(options).lower()))
+        log_config.write_text(LOG4J2_PROPERTIES.replace("{level}", _log_level(options).lower()))
         settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log_config}"
     builder = SparkSession.builder.master(options.master)
     for key, value in settings.items():

@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,15 @@ class CheckReport:
         )
 
 
-def check_run(folder: Path) -> CheckReport:
-    """Re-check the run folder ``folder`` (see the module docstring)."""
+Progress = Callable[[str], None]
+"""``progress(step)``: what ``check_run`` is doing now, for a status line."""
+
+
+def check_run(folder: Path, progress: Progress | None = None) -> CheckReport:
+    """Re-check the run folder ``folder`` (see the module docstring); ``progress`` hears each
+    step (reading, rebuilding, each checker, the oracle)."""
+    say = progress or (lambda step: None)
+    say("reading the run folder")
     scenario, events, recorded = _read_folder(folder)
     mismatches: list[str] = []
     digest = history_digest(events)
@@ -96,13 +104,15 @@ def check_run(folder: Path) -> CheckReport:
             f'{folder}: scenario.toml says storage = "local" but there is no table/ folder'
         )
     else:
+        say("re-running scenario.toml to rebuild its table in memory")
         table, source = _rebuild_table(scenario, digest, mismatches)
-    verdicts = _check_table(events, table, table_root, mismatches)
+    verdicts = _check_table(events, table, table_root, mismatches, say)
     notes: list[str] = []
     if verdicts:
         _compare_verdicts(verdicts, recorded.get("invariants", {}), mismatches, notes)
     oracle = "hudi-rs: not applicable (no table on disk)"
     if verdicts and table is not None and table_root.is_dir():
+        say("reading the table with hudi-rs")
         oracle = _oracle(table_root, table, mismatches)
     return CheckReport(folder, scenario, recorded, verdicts, source, oracle, mismatches, notes)
 
@@ -122,13 +132,17 @@ def _open_recorded(table_root: Path, mismatches: list[str]) -> HudiTable | None:
 
 
 def _check_table(
-    events: list[Event], table: HudiTable | None, table_root: Path, mismatches: list[str]
+    events: list[Event],
+    table: HudiTable | None,
+    table_root: Path,
+    mismatches: list[str],
+    say: Progress,
 ) -> dict[str, Verdict]:
     """Every checker's verdict, or none with a finding when a file of the table is damaged."""
     if table is None:
         return {}
     try:
-        return check_all(events, table)
+        return check_all(events, table, lambda name: say(f"checking {name}"))
     except CorruptTableError as error:
         mismatches.append(_corrupt(table_root, error))
         return {}

@@ -397,6 +397,18 @@ class _StderrBar:
         self.progress.stop()
 
 
+class _StepLine(_StderrBar):
+    """What a command is doing now (a pulsing bar: the number of steps is not known)."""
+
+    def __init__(self, label: str) -> None:
+        from rich.progress import TextColumn
+
+        super().__init__(label, TextColumn("{task.description}"), total=None)
+
+    def update(self, step: str) -> None:
+        self.progress.update(self.task, description=step)
+
+
 class _ProgressBar(_StderrBar):
     """Simulated time of one run."""
 
@@ -586,7 +598,8 @@ class _ExploreStatus(_StderrBar):
 
 @main.command()
 @click.argument("run_dir", metavar="RUN_DIR", type=click.Path(file_okay=False))
-def check(run_dir: str) -> None:
+@click.option("--quiet", "-q", is_flag=True, help="No progress line.")
+def check(run_dir: str, quiet: bool) -> None:
     """Re-check the recorded run folder RUN_DIR and compare with its result.json.
 
     Runs every checker over history.jsonl and the run's table: table/ for a local run (also
@@ -597,10 +610,14 @@ def check(run_dir: str) -> None:
     """
     from testbed.check import CheckInputError, check_run, report_lines
 
+    status = None if quiet else _StepLine(f"checking {run_dir}")
     try:
-        report = check_run(Path(run_dir))
+        report = check_run(Path(run_dir), progress=status and status.update)
     except CheckInputError as err:
         raise UserError(str(err)) from None
+    finally:
+        if status is not None:
+            status.close()
     for line in report_lines(report):
         click.echo(line)
     sys.exit(0 if report.match else 1)

@@ -12,7 +12,8 @@ import pyarrow as pa
 import pytest
 from click.testing import CliRunner, Result
 
-from testbed.check import snapshot_difference
+from invariants.checks import CHECKERS
+from testbed.check import check_run, snapshot_difference
 from testbed.cli import main
 from tests.hudi_oracle import HUDI_AVAILABLE
 
@@ -253,3 +254,13 @@ def test_snapshot_differences_are_one_sentence():
     )
     other = ours.append_column("extra", pa.array([1, 2]))
     assert snapshot_difference(ours, other) == "the columns differ (extra)"
+
+
+def test_check_reports_each_step_to_its_progress(memory_run):
+    steps: list[str] = []
+    assert check_run(memory_run, progress=steps.append).match
+    assert steps[:2] == [
+        "reading the run folder",
+        "re-running scenario.toml to rebuild its table in memory",
+    ]
+    assert steps[2:] == [f"checking {name}" for name in CHECKERS]
