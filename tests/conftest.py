@@ -1,4 +1,4 @@
-"""Shared test fixtures: the real Hudi tables in ../shared/fixtures/hudi-tables, unzipped once.
+"""Shared test fixtures: the real Hudi tables in tests/fixtures/hudi-tables, unzipped once.
 
 Hypothesis profiles: ``ci`` (derandomized, selected when CI=true) and ``dev`` (the default).
 """
@@ -18,15 +18,14 @@ settings.register_profile(
 settings.register_profile("dev", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
-FIXTURES_DIR = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hudi-tables"
-FIXTURE_NAMES = sorted(p.stem for p in FIXTURES_DIR.glob("*.zip")) if FIXTURES_DIR.is_dir() else []
+FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures" / "hudi-tables"
+FIXTURE_NAMES = sorted(p.stem for p in FIXTURES_DIR.glob("*.zip"))
 
 
 @pytest.fixture(scope="session")
 def fixture_tables(tmp_path_factory) -> dict[str, Path]:
     """Zip stem -> path of the unzipped table (each zip holds one top folder plus __MACOSX)."""
-    if not FIXTURE_NAMES:
-        pytest.skip(f"fixture tables not found at {FIXTURES_DIR}")
+    assert FIXTURE_NAMES, f"no fixture tables at {FIXTURES_DIR}"
     root = tmp_path_factory.mktemp("hudi-fixtures")
     tables = {}
     for name in FIXTURE_NAMES:

@@ -1,6 +1,6 @@
 """Tests for models.logfile (Hudi log blocks) and models.avro_arrow, against real Hudi tables.
 
-The fixture tables (``../shared/fixtures/hudi-tables``, written by Hudi 0.15/1.0/1.1) are the
+The fixture tables (``tests/fixtures/hudi-tables``, written by Hudi 0.15/1.0/1.1) are the
 ground truth for the byte layout; hudi-rs (the ``hudi`` package) is the independent reader that
 must accept what this module writes.
 """

@@ -34,7 +34,7 @@ from models.properties import (
     parse_properties,
     table_checksum,
 )
-from tests.conftest import FIXTURE_NAMES
+from tests.conftest import FIXTURE_NAMES, FIXTURES_DIR
 
 # ---------------------------------------------------------------------------------------------
 # parse_properties on Java-escaped text
@@ -208,6 +208,13 @@ def read_fixture_properties(fixture_tables, name: str) -> dict[str, str]:
 
 def test_every_fixture_is_listed():
     assert sorted(EXPECTED_CHECKSUMS) == FIXTURE_NAMES
+
+
+def test_every_fixture_has_its_provenance_in_the_readme():
+    readme = (FIXTURES_DIR / "README.md").read_text()
+    for name in FIXTURE_NAMES:
+        assert f"| `{name}` |" in readme, name
+    assert "Apache License, Version 2.0" in readme
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
