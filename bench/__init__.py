@@ -1,4 +1,4 @@
-"""Benchmarks (issue 7): ``python -m bench`` or ``testbed bench``; never part of the test run.
+"""Benchmarks: ``python -m bench`` or ``testbed bench``; never part of the test run.
 
 Every row is a ratio against a reference measured in the same run on the same machine (absolute
 times on shared machines are noise), with min / median / max over repeats: simulation speed,

@@ -2,7 +2,7 @@
 
     python -m bench [--quick] [--only ROW[,ROW]] [--repeats N] [--out FILE]
 
-Rows: simulation, search, reader, spark, scaling (issue 7's list, in that order). The table goes
+Rows: simulation, search, reader, spark, scaling (in that order). The table goes
 to stdout, progress lines to stderr. A row that fails is reported in the table and in
 results.json (``errors``) and the others still run; the exit code is then 1 (2 for bad options).
 """

@@ -1,1 +1,1 @@
-"""invariants layer (see ../shared/DESIGN.md)."""
+"""invariants layer (see docs/design.md)."""

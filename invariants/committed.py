@@ -62,7 +62,7 @@ _COMPLETED_AS = {
     "clustering": "replacecommit",
 }
 
-# Own patterns (PROTOCOL.md sections 2 and 3); 14-digit legacy times are padded with 999.
+# Own patterns (docs/protocol.md sections 2 and 3); 14-digit legacy times are padded with 999.
 _TIME = r"(\d{17}|\d{14})"
 _INSTANT_FILE = re.compile(rf"^{_TIME}(?:_{_TIME})?\.([a-z]+)(?:\.(requested|inflight))?\Z")
 _BASE_FILE = re.compile(rf"^([^_/]+)_(\d+-\d+-\d+)_{_TIME}\.(?:parquet|orc|hfile)\Z")

@@ -1,4 +1,4 @@
-"""Invariant ``exactly_once`` (PROTOCOL.md section 9, invariant 3): every record a completed
+"""Invariant ``exactly_once`` (docs/protocol.md section 9, invariant 3): every record a completed
 checkpoint accepted is committed in exactly one completed instant.
 
 Records are traced through the table, not through the reader: every data file a completed write
@@ -15,7 +15,7 @@ commits do not count) carry the ``job`` and ``offset`` they were emitted with
   at-least-once, not exactly-once; the verdict says so, and ``no_data_loss`` is what shows that
   upserts absorb it.
 * **Loss**: inserts (keys unique per offset): every covered offset must be committed. Upserts:
-  a write task pre-combines its buffer per key before flushing (PROTOCOL.md section 5), so a
+  a write task pre-combines its buffer per key before flushing (docs/protocol.md section 5), so a
   version superseded within one batch is legitimately never written and cannot be required. What
   can be required is, per (job, key), the version that wins among all the covered versions of
   that job by the table's merge rule (greatest (ordering value, offset) for event-time ordering,

@@ -1,4 +1,4 @@
-"""The instant-ordering invariants (PROTOCOL.md sections 1 and 9, invariants 1-3):
+"""The instant-ordering invariants (docs/protocol.md sections 1 and 9, invariants 1-3):
 ``instant_unique``, ``instant_monotonic``, ``completion_after_request`` and ``commit_order``.
 
 Completion-time file slicing is only as good as the instant times under it: two equal times make
@@ -417,7 +417,7 @@ COMMIT_ORDER = "commit_order"
 
 def check_commit_order(events: Sequence[Event], table: HudiTable | None = None) -> Verdict:
     """(a) Per job, instants commit in checkpoint order; (b) no instant commits twice; (c) completed
-    files are created in completion-time order (PROTOCOL.md section 9, invariants 2 and 3)."""
+    files are created in completion-time order (docs/protocol.md section 9, invariants 2 and 3)."""
     times = generated_times(events)
     missing = _unrecorded(COMMIT_ORDER, events, times)
     if missing is not None:

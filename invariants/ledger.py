@@ -53,7 +53,7 @@ class JobLedger:
         """For each offset, the completion time (as an integer) of the last commit of this job
         that holds it; :data:`NEVER_COMMITTED` where no recorded commit does.
 
-        A write task's flush carries the last checkpoint id it snapshotted (PROTOCOL.md section
+        A write task's flush carries the last checkpoint id it snapshotted (docs/protocol.md section
         6): data flushed after snapshotting ``c`` (or restored from ``c``; ``-1`` at a fresh
         start) carries ``c`` until the barrier of the next checkpoint takes the task's buffer,
         and a barrier takes exactly the offsets below that checkpoint's ``source_offset``. A
@@ -94,7 +94,7 @@ class Ledger:
 
     @property
     def column_groups(self) -> tuple[ColumnGroup, ...]:
-        """Multi-stream partial updates (seed 001): each job's column group, in job order (the
+        """Multi-stream partial updates (docs/protocol.md section 5.3): each job's column group, in job order (the
         order a merged row's record-level columns are taken in); empty for whole records."""
         return tuple(
             ColumnGroup(j.source.ordering_field, j.source.columns)

@@ -1,4 +1,4 @@
-"""Invariant ``liveness`` (PROTOCOL.md section 9, invariant 7): after the faults stop, everything
+"""Invariant ``liveness`` (docs/protocol.md section 9, invariant 7): after the faults stop, everything
 the sources emitted is committed within the drain timeout.
 
 The simulator ends every run with a drain phase (no faults, sources stopped, checkpoints going on)

@@ -1,4 +1,4 @@
-"""Invariant ``merge_convergence`` (PROTOCOL.md section 9, invariant 6): the merged table does not
+"""Invariant ``merge_convergence`` (docs/protocol.md section 9, invariant 6): the merged table does not
 depend on arrival order, batching or compaction timing.
 
 Under ``EVENT_TIME_ORDERING`` the live version of a record is a function of its versions alone
@@ -26,7 +26,7 @@ Under ``COMMIT_TIME_ORDERING`` the result depends on commit order by definition:
 ok with nothing to check (``no_data_loss`` compares the reader with the commit-order merge).
 
 The merge itself is a :class:`~invariants.merging.MergeSpec`, chosen from the table's merge mode,
-or, when the run's jobs write column groups (multi-stream partial updates, seed 001), the
+or, when the run's jobs write column groups (multi-stream partial updates, docs/protocol.md section 5.3), the
 per-column-group spec whatever the table declares: a table that merges those streams as whole
 rows (variant ``partial_update_merge = "row"``) is judged by what it should have done. That spec
 builds rows out of several versions, so its merges are compared as tables.

@@ -1,4 +1,4 @@
-"""The checkers' own merge of committed records (PROTOCOL.md section 5), independent of
+"""The checkers' own merge of committed records (docs/protocol.md section 5), independent of
 ``models/reader.py``, and the comparison of a merge result with what the reader returned.
 
 A *merge spec* says how the versions of one record combine into the live record. Specs are small
@@ -6,7 +6,7 @@ objects with one method, :meth:`MergeSpec.merge`, so that new ways of merging pl
 touching the checkers: ``EVENT_TIME_ORDERING`` (the greatest ordering value wins, ties to the
 later version in the given order, a delete competes like a version, one without an ordering value
 deletes unconditionally), ``COMMIT_TIME_ORDERING`` (the last version in the given order wins) and
-multi-stream partial updates (seed 001, :class:`PartialUpdateMerge`: the event-time rule once per
+multi-stream partial updates (docs/protocol.md section 5.3, :class:`PartialUpdateMerge`: the event-time rule once per
 column group, each with its own ordering value), which combines values of several versions into
 one row instead of picking one source row.
 
@@ -124,7 +124,7 @@ class EventTimeMerge:
 
 @dataclass(frozen=True)
 class PartialUpdateMerge:
-    """Multi-stream partial updates (seed 001, PROTOCOL.md section 5): ``EVENT_TIME_ORDERING``
+    """Multi-stream partial updates (docs/protocol.md section 5.3): ``EVENT_TIME_ORDERING``
     once per column group, on the group's own ordering field.
 
     Written here independently of ``models/partial_update.py``, with the same semantics: in each

@@ -1,4 +1,4 @@
-"""Invariant ``no_data_loss`` (PROTOCOL.md section 9, invariant 4): the snapshot read of the table
+"""Invariant ``no_data_loss`` (docs/protocol.md section 9, invariant 4): the snapshot read of the table
 equals the model of all committed writes, at the end and at every completed instant (time travel).
 
 Two comparisons:

@@ -1,4 +1,4 @@
-"""Invariant ``no_uncommitted_read`` (PROTOCOL.md section 9, invariant 5: no uncommitted data is
+"""Invariant ``no_uncommitted_read`` (docs/protocol.md section 9, invariant 5: no uncommitted data is
 visible): every record the reader returns was committed by an instant completed at the read's
 bound, in a file that instant's commit metadata lists.
 
@@ -104,7 +104,7 @@ def check_no_uncommitted_read(events: Sequence[Event], table: HudiTable) -> Verd
 class _Part:
     """Columns of a returned row that must all come from one committed row.
 
-    A whole record is one part (with its commit time). Multi-stream partial updates (seed 001,
+    A whole record is one part (with its commit time). Multi-stream partial updates (docs/protocol.md section 5.3,
     :mod:`models.partial_update`) build a row from several committed rows, one per column group:
     the record-level columns and the commit time come from one version, each group's columns
     from the version that won that group. So each group is its own part, matched against

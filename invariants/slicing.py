@@ -1,4 +1,4 @@
-"""Invariant ``slicing`` (PROTOCOL.md section 9, invariant 5; the rule of section 4): every
+"""Invariant ``slicing`` (docs/protocol.md section 9, invariant 5; the rule of section 4): every
 committed log file is in exactly one file slice, the one the rule names, and every compaction plan
 holds exactly the logs the rule puts in the slice it compacts.
 

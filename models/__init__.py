@@ -2,5 +2,5 @@
 
 Pure Python + pyarrow. Never imports simpy, pyspark or matplotlib, never reads the wall clock and
 never draws random numbers: time, locks and storage come in through the ports in
-:mod:`models.ports`. See ``../shared/PROTOCOL.md`` sections 1-5.
+:mod:`models.ports`. See ``docs/protocol.md`` sections 1-5.
 """

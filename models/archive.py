@@ -1,4 +1,4 @@
-"""The archived (LSM) timeline: moving old instants off the active timeline (PROTOCOL.md section 8).
+"""The archived (LSM) timeline: moving old instants off the active timeline (docs/protocol.md section 8).
 
 The active timeline would grow without bound, and every reader lists it. Hudi 1.x therefore moves
 old *completed* instants into ``.hoodie/timeline/history/`` (``hoodie.timeline.history.path``), an

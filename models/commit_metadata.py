@@ -1,6 +1,6 @@
 """Content of timeline instant files: commit metadata, compaction plans, rollbacks, clustering.
 
-Which bytes sit in which instant file (PROTOCOL.md section 2), as confirmed on the fixture tables:
+Which bytes sit in which instant file (docs/protocol.md section 2), as confirmed on the fixture tables:
 
 - Table versions 8/9 (timeline layout 2, ``.hoodie/timeline/``): every non-empty instant file is an
   Avro object container (codec null, magic ``Obj\\x01``) with exactly one record. Completed

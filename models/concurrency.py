@@ -1,4 +1,4 @@
-"""Optimistic concurrency control between writers: the commit-time conflict check (PROTOCOL.md §7).
+"""Optimistic concurrency control between writers: the commit-time conflict check (docs/protocol.md section 7).
 
 Writers do not lock while they write; at commit time, under the table lock, a writer checks whether
 an instant that *completed after this writer started* touched any of the same file groups. If one

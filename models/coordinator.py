@@ -1,7 +1,7 @@
 """The Hudi write coordinator (``StreamWriteOperatorCoordinator``) as a pure state machine.
 
 It runs on Flink's job manager, one per job, single-threaded (Hudi's ``NonThrownExecutor``): the
-simulator hands it one message at a time. Three modes (PROTOCOL.md section 6):
+simulator hands it one message at a time. Three modes (docs/protocol.md section 6):
 
 ``async`` (Hudi 1.1)
     A buffer per checkpoint id: ``checkpoint_id -> (instant, slot per task)``. An instant request
@@ -18,13 +18,10 @@ simulator hands it one message at a time. Three modes (PROTOCOL.md section 6):
     one starts, and a task that flushed its last batch for checkpoint ``n`` waits until the
     notification for ``n`` committed it. Correct, but writers stall between their checkpoint
     flush and the commit. The notification only commits buffers with id ``< n``: records a task
-    flushed after snapshotting ``n`` (id ``n``) are never committed by it, however late it comes.
-    (This module once kept one instant with a "task closed" set and committed it once every task
-    had sent *a* last batch for it; a late notification then committed records of the next
-    checkpoint, which a failure of that checkpoint replayed as duplicates:
-    ``tests/models/test_coordinator_stateful.py::test_blocking_late_notification_commits_part_of_a
-    _pending_checkpoint``.)
-``minibatch`` (seed 004, step 3)
+    flushed after snapshotting ``n`` (id ``n``) are never committed by it, however late it comes
+    (``tests/models/test_coordinator_stateful.py``: a late notification never commits part of a
+    pending checkpoint).
+``minibatch`` (docs/protocol.md section 6.5)
     One instant at a time that tasks keep writing into across checkpoints; a notification commits
     whatever has arrived so far and a new instant starts on the next request. After a failover
     the source replays data that an earlier commit already contained: at-least-once, duplicates
@@ -46,7 +43,7 @@ stops the instant's heartbeat, leaving the requested and inflight files to faile
 itself, right when it drops it: the same end state without depending on a cleaner (a single
 job's simulation may run none), and safe because no task can still write into it (every event
 for a checkpoint id below ``n`` reaches the coordinator before the task's ACK that completes
-``n``). Leaving it inflight kept a pending instant that no one would ever commit, blocking
+``n``). Left inflight, it would be a pending instant that no one ever commits, blocking
 archiving and, in blocking mode, showing two open instants.
 
 State and failover (the order matters): the coordinator snapshots first for checkpoint ``i``
@@ -68,7 +65,7 @@ and committed (:func:`models.concurrency.retry_write`, since the source will not
 completed checkpoint covered), and a restored coordinator that finds such a retry
 (:func:`models.concurrency.superseded_by`) only rolls the aborted instant back.
 
-Known-bad variants (``[protocol]`` switches; PROTOCOL.md section 6):
+Known-bad variants (``[protocol]`` switches; docs/protocol.md section 6):
 
 ``commit_scope = "latest_only"``
     On the notification for ``n`` commit only the newest buffered instant below ``n`` and drop the

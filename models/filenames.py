@@ -1,4 +1,4 @@
-"""Data file names: base files and log files (PROTOCOL.md section 3).
+"""Data file names: base files and log files (docs/protocol.md section 3).
 
 The instant time in a data file's name is how the file-system view ties files to the timeline, so
 these parsers are strict: a name that does not parse is not a data file of the table.

@@ -1,4 +1,4 @@
-"""File groups and file slices: completion-time slicing of RFC-66 (PROTOCOL.md section 4).
+"""File groups and file slices: completion-time slicing of RFC-66 (docs/protocol.md section 4).
 
 A file group (one file id in one partition) is a sequence of file slices keyed by their *base
 instant*. Barriers, the base instants that open slices, are the instants of committed base files

@@ -1,4 +1,4 @@
-"""Writer heartbeats and the failed-writes cleaning policy (PROTOCOL.md section 3).
+"""Writer heartbeats and the failed-writes cleaning policy (docs/protocol.md section 3).
 
 A pending instant is either a write in progress or the remains of a writer that died. Hudi tells
 them apart by heartbeats, as its source does it (``HoodieHeartbeatClient``, ``HoodieHeartbeatUtils``,

@@ -1,4 +1,4 @@
-"""Instants and their file names on the timeline (PROTOCOL.md section 2).
+"""Instants and their file names on the timeline (docs/protocol.md section 2).
 
 An :class:`Instant` is one action on the table: its *requested* time (the instant time in every
 file it writes), its action, its state, and once completed its *completion* time. Hudi 1.x needs

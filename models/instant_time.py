@@ -1,4 +1,4 @@
-"""Instant times: 17-digit ``yyyyMMddHHmmssSSS`` strings (PROTOCOL.md section 1).
+"""Instant times: 17-digit ``yyyyMMddHHmmssSSS`` strings (docs/protocol.md section 1).
 
 Lexicographic order equals time order, which is why Hudi stores them as strings and why the rest of
 this package compares them as strings. Legacy 14-digit (second precision) times are padded with

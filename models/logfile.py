@@ -1,6 +1,6 @@
 """Hudi log files: the block format of merge-on-read delta files (table versions 6, 8 and 9).
 
-A log file (``.<fileId>_<instant>.log.<version>_<writeToken>``, PROTOCOL.md section 3) is a
+A log file (``.<fileId>_<instant>.log.<version>_<writeToken>``, docs/protocol.md section 3) is a
 sequence of blocks; a writer only ever appends whole blocks. This module reads a log file body
 into typed blocks and writes typed blocks back into bytes that Hudi (Java) and hudi-rs accept.
 
@@ -17,7 +17,7 @@ Block layout, all integers big-endian (``HoodieLogFormatWriter.appendBlocks``, r
     content          bytes    (per block type, below)
     footer           same map encoding; always empty (FooterMetadataType has no members)
     trailer          int64    every byte of the block before the trailer, magic included,
-                              i.e. block length + 6 (HoodieLogFileReader.isBlockCorrupt checks
+                              i.e. block length + 6 (HoodieLogFileReader.isBlockCorrupted checks
                               "trailer - 6 == block length" and then expects magic or EOF)
 
 Format version 0 (pre-header legacy) and unknown versions are rejected: no table this testbed
@@ -462,7 +462,7 @@ def _iter_frames(data: bytes | memoryview) -> Iterator[RawLogBlock]:
 
 def _intact_block_end(view: memoryview, offset: int, total: int) -> int | None:
     """End of the block whose magic starts at ``offset`` if its framing is intact as Hudi's
-    ``HoodieLogFileReader.isBlockCorrupt`` judges it, else None (a corrupt block): the length is
+    ``HoodieLogFileReader.isBlockCorrupted`` judges it, else None (a corrupt block): the length is
     readable and at least the smallest block, the block ends within the file, its trailer says
     ``length + 6``, and the next magic or the end of the file (fewer than 6 bytes) follows."""
     start = offset + len(MAGIC)

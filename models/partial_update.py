@@ -1,4 +1,4 @@
-"""Multi-stream partial updates (seed 001, PROTOCOL.md section 5): several jobs write different
+"""Multi-stream partial updates (docs/protocol.md section 5.3): several jobs write different
 *column groups* of the same keys, each group with its own ordering value, merged per group.
 
 Why: a wide table stitched from several streams (orders, payments, shipments) at the storage

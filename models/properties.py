@@ -1,4 +1,4 @@
-"""``.hoodie/hoodie.properties``: the table's configuration (PROTOCOL.md section 2).
+"""``.hoodie/hoodie.properties``: the table's configuration (docs/protocol.md section 2).
 
 The file is a ``java.util.Properties`` text file, so ``:`` and ``=`` in values (Avro schemas!) are
 backslash-escaped. Hudi guards the file with ``hoodie.table.checksum``, the CRC32 of

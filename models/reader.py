@@ -1,6 +1,6 @@
 """Snapshot reader: merge each latest file slice's base file with its committed log blocks.
 
-PROTOCOL.md sections 4-5. Per slice, the rows of the base file and of every log data block whose
+docs/protocol.md sections 4-5. Per slice, the rows of the base file and of every log data block whose
 instant is committed (at the snapshot, or by the ``as_of`` bound) are stacked with a sequence number
 in merge order (base first, then logs in completion-time order, blocks in file order); delete blocks
 add tombstones. Then one vectorized pass picks a winner per record key:
@@ -9,7 +9,7 @@ add tombstones. Then one vectorized pass picks a winner per record key:
 * ``EVENT_TIME_ORDERING``: the greatest ordering (precombine) value wins, ties to the later version;
   a delete competes like any other version with its own ordering value; a delete block entry
   without one (null, or Hudi's default 0) deletes unconditionally, as Hudi and hudi-rs do.
-* a table that declares column groups (multi-stream partial updates, seed 001): the same rule
+* a table that declares column groups (multi-stream partial updates, docs/protocol.md section 5.3): the same rule
   once per column group, values combined into one row (:mod:`models.partial_update`); compaction
   merges through this module too, so base files hold the combined rows.
 

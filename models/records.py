@@ -23,7 +23,7 @@ Columns (the table's data columns; Hudi adds its meta columns in front):
 ``job``        index of the job that emitted it.
 ``value``      a payload derived from the offset.
 
-A source of a multi-stream partial-update table (seed 001, :mod:`models.partial_update`) writes
+A source of a multi-stream partial-update table (docs/protocol.md section 5.3, :mod:`models.partial_update`) writes
 one *column group* instead of ``value``: its own ordering field (the group's event time, equal to
 ``ts``) and its columns (payloads derived from the offset, one hash stream per column). ``key``,
 ``part``, ``ts``, ``offset`` and ``job`` stay: they are the record-level columns every stream

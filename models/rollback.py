@@ -1,4 +1,4 @@
-"""Rolling back a failed write from its markers (PROTOCOL.md section 3).
+"""Rolling back a failed write from its markers (docs/protocol.md section 3).
 
 A writer that dies leaves a pending instant and data files nobody committed. Readers already ignore
 them (their instant is not completed), but they must go before anything else can safely reuse the

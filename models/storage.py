@@ -2,7 +2,7 @@
 
 Hudi's timeline is only correct because instant files are *write-once*: a transition creates the
 next state's file with an atomic put-if-absent, and a second create of the same name fails. That
-turns an instant-time collision into an abort instead of a silent overwrite (PROTOCOL.md section 2),
+turns an instant-time collision into an abort instead of a silent overwrite (docs/protocol.md section 2),
 so :meth:`Storage.create_if_absent` is the one primitive everything else builds on.
 
 Paths are relative to the table's base path and always use ``/``.

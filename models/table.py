@@ -6,7 +6,7 @@ lists the partitions, reads the pending compaction plans and completed replace c
 all of it to the pure slicing code.
 
 Its timeline falls back to the archived (LSM) timeline for instants older than the active one
-(PROTOCOL.md section 8), so the logs of archived deltacommits keep their completion times; the
+(docs/protocol.md section 8), so the logs of archived deltacommits keep their completion times; the
 ``archive_lookup=False`` switch reproduces apache/hudi#14365, where that lookup missed the archive.
 
 Reading a table many times over (a checker reads it as of dozens of time-travel bounds) repeats the

@@ -2,7 +2,7 @@
 
 :class:`Timeline` is an immutable snapshot of the instants (what readers and the file-system view
 use). :class:`ActiveTimeline` binds a table's storage and a time generator and performs the
-transitions of PROTOCOL.md sections 1-2:
+transitions of docs/protocol.md sections 1-2:
 
 * ``requested`` and ``inflight`` files are created with put-if-absent, so a second writer that got
   the same instant time fails instead of overwriting;
@@ -14,7 +14,7 @@ transitions of PROTOCOL.md sections 1-2:
 Layout 1 (table version 6) is read-only here: its completed files carry no completion time, which
 is taken from the file's modification time as Hudi does.
 
-Instants archived into the LSM timeline (PROTOCOL.md section 8, :mod:`models.archive`) are no longer
+Instants archived into the LSM timeline (docs/protocol.md section 8, :mod:`models.archive`) are no longer
 on the active timeline, yet file slicing still needs their completion times. A :class:`Timeline` may
 carry an :class:`ArchiveFallback` that answers for instants older than the active timeline's first
 write instant, like Hudi's ``CompletionTimeQueryViewV2`` (active instants first; an instant before

@@ -1,4 +1,4 @@
-"""TrueTime: how every requested and completion time of the timeline is generated (PROTOCOL.md §1).
+"""TrueTime: how every requested and completion time of the timeline is generated (docs/protocol.md section 1).
 
 Hudi 1.x needs instant times that are unique and increasing *across processes*: completion times
 order log files into file slices (RFC-66), so two equal or backwards times silently misplace data.

@@ -1,4 +1,4 @@
-"""Messages between Flink write tasks and the Hudi write coordinator (PROTOCOL.md section 6).
+"""Messages between Flink write tasks and the Hudi write coordinator (docs/protocol.md section 6).
 
 Hudi's ``WriteMetadataEvent`` travels from a write task (``StreamWriteFunction``) to the operator
 coordinator (``StreamWriteOperatorCoordinator``) through Flink's operator-event gateway. It says:

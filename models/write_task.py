@@ -3,16 +3,18 @@
 The task buffers records (Arrow batches, never per-record objects), flushes when a checkpoint
 starts or when the buffer is full (eager flush), and before each flush asks the coordinator for
 an instant, sending the **last checkpoint id it has snapshotted** (-1 before the first; the
-restored id after a restore). PROTOCOL.md section 6: data flushed while snapshotting checkpoint
+restored id after a restore). docs/protocol.md section 6: data flushed while snapshotting checkpoint
 ``n`` carries ``n - 1`` and is committed by the notification for ``n``; an eager flush between
 ``n`` and ``n + 1`` carries ``n`` as well.
 
 State (what Flink persists for the task at checkpoint ``i``): the write-metadata events the task
 sent for the data that checkpoint ``i`` covers, i.e. every event carrying ``i - 1``. The order is
 Hudi's: flush and send, then replace the state with those events. After a failover the task
-re-sends them in a :class:`~models.write_events.BootstrapEvent`, so a commit lost with the failure
-is redone by the coordinator (the fix for HUDI-9570). The variant ``persist_write_meta = false``
-drops them, which reproduces that data loss.
+re-sends them in a :class:`~models.write_events.BootstrapEvent` (``AbstractStreamWriteFunction``
+``snapshotState`` / ``sendBootstrapEvent``), so a commit lost with the failure is redone by the
+coordinator. The variant ``persist_write_meta = false`` drops them, which reproduces HUDI-9570's
+data loss (fixed upstream by keeping the write metadata in the coordinator's checkpoint,
+apache/hudi PR #13543; docs/protocol.md section 6.6).
 
 :func:`write_records` is the I/O half of a flush: it turns one precombined batch into Hudi data
 files through :class:`models.writer.TableWriter`, in the file layout of Flink's bucket index

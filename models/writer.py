@@ -26,7 +26,7 @@ exist for table version 6 only, whose logs are shared across instants and "alrea
 so an unlisted log file is garbage of this instant like any base file; a listed one stays. One
 marker listing per commit.
 
-Compaction follows PROTOCOL.md section 4: ``schedule_compaction`` plans, for each file group, the
+Compaction follows docs/protocol.md section 4: ``schedule_compaction`` plans, for each file group, the
 latest slice's base file plus the logs committed by then (all of which completed before the new
 compaction's requested time, since TrueTime times increase), and writes the plan as
 ``<t>.compaction.requested``; logs that complete later land in the slice the compaction opens.

@@ -1,1 +1,1 @@
-"""replay layer (see ../shared/DESIGN.md)."""
+"""replay layer (see docs/design.md)."""

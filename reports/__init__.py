@@ -1,1 +1,1 @@
-"""reports layer (see ../shared/DESIGN.md)."""
+"""reports layer (see docs/design.md)."""

@@ -1,6 +1,6 @@
 """Scenarios: the TOML files that say what to simulate, their schema, and the bundled catalog.
 
-This layer is data (DESIGN.md): it imports nothing of ours, so the simulator, the CLI, the
+This layer is data (docs/design.md): it imports nothing of ours, so the simulator, the CLI, the
 reports and the Spark sweeps can all read scenarios without pulling each other in. The format is
 documented key by key in ``docs/scenarios.md``; :mod:`scenarios.schema` holds the rules.
 """

@@ -13,7 +13,7 @@ for one job and LAZY for several). They are filled in *before* field validation,
 :class:`Scenario` holds only concrete values: the simulator never re-derives a default, and
 :func:`resolved_toml` writes exactly what ran, which reads back to an equal scenario.
 
-This layer imports nothing of ours (DESIGN.md): the simulator, the CLI and the Spark sweeps all
+This layer imports nothing of ours (docs/design.md): the simulator, the CLI and the Spark sweeps all
 depend on it, never the other way round.
 """
 
@@ -74,8 +74,8 @@ INVARIANTS: tuple[str, ...] = (
     "merge_convergence",
     "liveness",
 )
-"""Invariant names an ``[expect] violations`` list may use (PROTOCOL.md section 9; the names are
-a public contract, issue 4). The one list of them: a checker added later appends its name here.
+"""Invariant names an ``[expect] violations`` list may use (docs/protocol.md section 9; the names are
+a public contract). The one list of them: a checker added later appends its name here.
 """
 
 
@@ -330,7 +330,7 @@ class JobSpec(_Spec):
     concurrency: Literal["nbcc", "occ"] = "nbcc"
     """Concurrency control between jobs: non-blocking (NBCC) or optimistic (OCC)."""
     columns: Annotated[tuple[ColumnName, ...], Field(strict=False)] = ()
-    """Multi-stream partial updates (seed 001): the column group this job writes (its records
+    """Multi-stream partial updates (docs/protocol.md section 5.3): the column group this job writes (its records
     carry only these columns besides key, part, ts, offset, job); empty: whole records. When one
     job has columns every job must, and no two jobs may write the same column."""
     ordering_field: str = ""
@@ -533,7 +533,7 @@ class ProtocolSpec(_Spec):
     one (false: apache/hudi#14365, logs of archived instants drop out of compaction plans)."""
     persist_write_meta: bool = True
     """A write task keeps its write-metadata events in its checkpoint state and re-sends them after
-    a failover (true: the fix for HUDI-9570), or keeps nothing (false: HUDI-9570's data loss)."""
+    a failover (true), or keeps nothing (false: HUDI-9570's data loss; docs/protocol.md 6.6)."""
     put_if_absent: bool = True
     """Timeline files are created only if absent, so a time collision aborts the second writer
     (true), or storage silently overwrites them (false: the collision hides a lost write)."""
@@ -672,7 +672,7 @@ class Scenario(_Spec):
 
     @model_validator(mode="after")
     def _multi_job_rules(self) -> Self:
-        """Rules across jobs that Hudi itself enforces for multi-writer tables (PROTOCOL.md s7)."""
+        """Rules across jobs that Hudi itself enforces for multi-writer tables (docs/protocol.md section 7)."""
         names: dict[str, int] = {}
         for index, job in enumerate(self.jobs):
             if job.name in names:
@@ -708,7 +708,7 @@ class Scenario(_Spec):
 
     @model_validator(mode="after")
     def _column_group_rules(self) -> Self:
-        """Multi-stream partial updates (seed 001): every job writes its own column group of the
+        """Multi-stream partial updates (docs/protocol.md section 5.3): every job writes its own column group of the
         same keys, on a MERGE_ON_READ table merged by event time."""
         grouped = [index for index, job in enumerate(self.jobs) if job.columns]
         for index, job in enumerate(self.jobs):

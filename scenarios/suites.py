@@ -23,7 +23,7 @@ A region's ``when`` is a comparison over the point's resolved keys
 (``time.max_expected_skew_ms > 2 * time.clock_skew_ms``), evaluated by a small whitelist
 evaluator (numbers, keys, ``+ - * /``, comparisons, ``and or not``), never by ``eval``.
 
-Like the rest of this layer it imports nothing of ours but the schema (DESIGN.md).
+Like the rest of this layer it imports nothing of ours but the schema (docs/design.md).
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""sim layer (see ../shared/DESIGN.md)."""
+"""sim layer (see docs/design.md)."""

@@ -465,8 +465,9 @@ class Job:
                     TaskAck(epoch, task_id, message.checkpoint_id, snapshot), self._on_ack
                 )
                 if self.mode == "blocking":
-                    # Before 1.1 the writer holds its records until the coordinator committed the
-                    # instant it just flushed and started the next one (PROTOCOL.md section 6).
+                    # Blocking generation (every release before 1.1; COPY_ON_WRITE upserts in 1.1):
+                    # the writer holds its records until the coordinator committed the instant it
+                    # just flushed and started the next one (docs/protocol.md section 6.4).
                     yield from self._wait_for_instant(epoch, task_id, task.last_checkpoint_id)
 
     def _to_coordinator(self, message: Any) -> None:
@@ -703,15 +704,13 @@ class Job:
 
         The input ends at the highest offset the source ever emitted, not at its current
         offset: a job that failed over shortly before (or fails during the drain) restored an
-        earlier checkpoint (PROTOCOL.md section 6), and a Flink job on a bounded input replays
+        earlier checkpoint (docs/protocol.md section 6), and a Flink job on a bounded input replays
         its source from the restored checkpoint's offsets to the end of the input, whose final
-        checkpoint then commits everything (Flink's FLIP-147). Ending at the current offset
-        instead dropped the emitted records after the restored checkpoint: the final checkpoint
-        covered less than the attempt before the failover had read and, in mini-batch mode,
-        less than it had already committed (a late ACK commits eager flushes past its
-        checkpoint), so ``no_data_loss`` reported committed versions the ledger could not
-        explain, on top of mini-batch's expected ``exactly_once``. A run with no restore
-        pending at the end replays nothing (its history is unchanged)."""
+        checkpoint then commits everything (Flink's FLIP-147). Ending at the current offset would
+        drop the emitted records after the restored checkpoint: the final checkpoint would cover
+        less than the attempt before the failover had read and, in mini-batch mode, less than it
+        had already committed (a late ACK commits eager flushes past its checkpoint). A run with
+        no restore pending at the end replays nothing."""
         self.end_offset = self.emitted_offset
         self.notify_channel.loss = 0.0
         self.notify_channel.duplicate = 0.0

@@ -1,6 +1,6 @@
 """Record every instant time a process's time generator hands out (history event ``instant_time``).
 
-The ordering invariants (PROTOCOL.md section 9, invariants 1 and 2) are about *when* times are
+The ordering invariants (docs/protocol.md section 9, invariants 1 and 2) are about *when* times are
 generated: unique across all processes, strictly increasing in real time, completed files created
 in completion-time order. Commit and compaction events carry times too, but only some of them
 (a collision aborts before anything is committed; a completion refused by the timeline never shows

@@ -1,1 +1,1 @@
-"""testbed layer (see ../shared/DESIGN.md)."""
+"""testbed layer (see docs/design.md)."""

@@ -250,7 +250,7 @@ def _oracle(table_root: Path, table: HudiTable, mismatches: list[str]) -> str:
 def oracle_skip_reason(table: HudiTable) -> str:
     """Why hudi-rs's snapshot cannot be compared with ours for ``table`` ("" if it can).
 
-    A table that declares column groups (multi-stream partial updates, seed 001) is merged per
+    A table that declares column groups (multi-stream partial updates, docs/protocol.md section 5.3) is merged per
     group (:mod:`models.partial_update`); hudi-rs implements no partial merging, so it would
     merge whole rows and disagree by design, which says nothing about either reader."""
     groups = declared_groups(table.config)

@@ -1,6 +1,6 @@
 """``testbed demo``: write a small real Hudi 1.x MOR table that shows completion-time slicing.
 
-The story (PROTOCOL.md section 4): a base file, an update that commits, then deltacommit ``d2``
+The story (docs/protocol.md section 4): a base file, an update that commits, then deltacommit ``d2``
 starts writing, a compaction is *scheduled while d2 is in flight*, and d2 completes after it. Under
 Hudi 1.x's rule d2's log lands in the slice the compaction opened, so nothing is lost; under the
 0.x rule it would have been attached to the old slice the compaction had already planned.

@@ -1,6 +1,6 @@
 """The bench's rows, one module each; every module has ``measure(sizes, log) -> [Measurement]``.
 
-The order here is the order of the table (issue 7's list).
+The order here is the order of the table.
 """
 
 from __future__ import annotations

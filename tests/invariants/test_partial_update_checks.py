@@ -1,4 +1,4 @@
-"""The checkers on multi-stream partial updates (seed 001): the per-column-group merge spec of
+"""The checkers on multi-stream partial updates (docs/protocol.md section 5.3): the per-column-group merge spec of
 invariants/merging.py, the ledger's model (invariants/ledger.py), merge_convergence and
 no_data_loss on whole runs of the real rule (never flagged) and of the whole-row variant (caught).
 """

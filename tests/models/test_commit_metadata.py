@@ -186,7 +186,7 @@ def test_completed_write_stats_name_files_that_exist(
                     assert log and log.group(1) == stat.file_id
                     assert stat.log_files == (stat.file_name,)
                     # v8+: a log is named by its deltacommit's requested time; v6: by the base
-                    # instant of the slice it targets (PROTOCOL.md section 3).
+                    # instant of the slice it targets (docs/protocol.md section 3).
                     if table.layout == 2:
                         assert log.group(2) == inst.requested
                         assert stat.base_file == ""
@@ -254,7 +254,7 @@ def test_compaction_plans_match_files_and_the_compaction_commit(
                     log = LOG_NAME.match(delta)
                     assert log and log.group(1) == op.file_id
                     # completion-time slicing: the plan takes the logs that completed before
-                    # the compaction was requested (PROTOCOL.md section 4)
+                    # the compaction was requested (docs/protocol.md section 4)
                     assert completion[log.group(2)] < inst.requested
             # a completed compaction is written as a commit with the same requested time
             done = read_commit_metadata(table.find(inst.requested, "commit", "completed").data)

@@ -10,7 +10,7 @@ late or never, and the job crashes and restores from its last completed checkpoi
 restore with re-commit, then one bootstrap event per task). A failed checkpoint fails the job over,
 as Flink does with its default of zero tolerable checkpoint failures (and as ``sim/job.py`` does).
 
-After every step the invariants of PROTOCOL.md sections 6 and 9 are checked against the test's own
+After every step the invariants of docs/protocol.md sections 6 and 9 are checked against the test's own
 bookkeeping (which source offsets each data file holds, which checkpoints completed and covered
 which offsets), never against what the coordinator believes:
 
@@ -130,7 +130,7 @@ class CompletedCheckpoint:
 
 
 class ProtocolViolation(AssertionError):
-    """An invariant of PROTOCOL.md section 9 broke; the message says which and why."""
+    """An invariant of docs/protocol.md section 9 broke; the message says which and why."""
 
 
 def _numbers_after(column: pa.ChunkedArray, prefix: int) -> np.ndarray:
@@ -630,7 +630,7 @@ class FlinkJob:
 
     def drain(self, rounds: int = 8) -> None:
         """Faults stop: flush everything through checkpoints until every emitted record is
-        committed (PROTOCOL.md section 9, liveness)."""
+        committed (docs/protocol.md section 9, liveness)."""
         for _ in range(rounds):
             if self.offset < self.emitted:  # the source replays what a restore rewound
                 self.ingest(self.emitted - self.offset)

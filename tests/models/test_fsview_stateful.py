@@ -10,7 +10,7 @@ instants are archived into the LSM timeline (models/archive.py).
 
 The oracle is the test's own record of what it did, never ``models``' view of it:
 
-* slicing (PROTOCOL.md section 4, RFC-66): a completed log belongs to the slice with the greatest
+* slicing (docs/protocol.md section 4, RFC-66): a completed log belongs to the slice with the greatest
   barrier at or before its completion time, barriers being committed base files and pending
   compactions of its file group, plus, for logs that complete before every barrier, the earliest
   completed log's instant; computed by brute force over the test's records;
@@ -117,7 +117,7 @@ def group_of(partition: str, file_id: str) -> int:
 
 
 class Oracle:
-    """The rules of PROTOCOL.md section 4, by brute force over what the test wrote."""
+    """The rules of docs/protocol.md section 4, by brute force over what the test wrote."""
 
     def __init__(self, actions: dict[str, Action]) -> None:
         self.actions = actions
@@ -472,7 +472,7 @@ class FileSlicingMachine(RuleBasedStateMachine):
         self._checked = fingerprint
 
     def teardown(self) -> None:
-        """Time travel to every completion time of the run (PROTOCOL.md section 9.4)."""
+        """Time travel to every completion time of the run (docs/protocol.md section 9, invariant 4)."""
         for bound in sorted(a.completion for a in self.actions.values() if a.completion):
             self.check_snapshot(bound)
 

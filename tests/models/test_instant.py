@@ -1,4 +1,4 @@
-"""Instants and their timeline file names (models/instant.py, PROTOCOL.md section 2)."""
+"""Instants and their timeline file names (models/instant.py, docs/protocol.md section 2)."""
 
 from __future__ import annotations
 

@@ -230,7 +230,7 @@ def test_a_delete_without_ordering_value_deletes_unconditionally():
     assert merged.num_rows == 0
 
 
-# hypothesis: the merge is independent of arrival order and of batching (PROTOCOL.md section 5)
+# hypothesis: the merge is independent of arrival order and of batching (docs/protocol.md section 5)
 
 
 @st.composite

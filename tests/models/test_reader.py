@@ -1,4 +1,4 @@
-"""Record merging (models/reader.py ``merge_versions``, PROTOCOL.md section 5): which version of
+"""Record merging (models/reader.py ``merge_versions``, docs/protocol.md section 5): which version of
 each key wins under event-time and commit-time ordering, deletes, composite keys, and properties
 checked against a brute-force statement of the rules."""
 

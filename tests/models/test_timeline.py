@@ -1,5 +1,5 @@
 """The timeline (models/timeline.py): loading instants from a listing, the Timeline value, and the
-write-once transitions of ActiveTimeline under TrueTime (PROTOCOL.md sections 1-2)."""
+write-once transitions of ActiveTimeline under TrueTime (docs/protocol.md sections 1-2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``testbed verify`` at scale (issue 6): the catalog's ``large_table`` (millions of records, MOR
+"""``testbed verify`` at scale: the catalog's ``large_table`` (millions of records, MOR
 with logs and compactions, lost ACKs) verifies on Spark, agrees with hudi-rs and the ledger, and
 a damaged copy (a deleted log file, a record duplicated into another file group, a stale version)
 is named precisely, key for key.

@@ -1,4 +1,4 @@
-"""The real protocol never violates anything, across the catalog and many seeds (issue 4: "zero
+"""The real protocol never violates anything, across the catalog and many seeds ("zero
 violations across the catalog over hundreds of seeds each").
 
 Two kinds of scenario run here, each at seeds 1..N (``CATALOG_SWEEP_SEEDS``, default 20), in

@@ -1,6 +1,6 @@
 """Tests for sim/job.py: how one Flink job's modes and protocol variants behave in whole runs.
 
-Each claim of PROTOCOL.md section 6 that the testbed is meant to demonstrate gets a run on both
+Each claim of docs/protocol.md section 6 that the testbed is meant to demonstrate gets a run on both
 sides of it, on the same seeds (so on the same fault schedule):
 
 - async instant generation is exactly-once for inserts; mini-batch is not (duplicates), but is
@@ -83,7 +83,7 @@ def test_async_inserts_are_exactly_once_despite_failed_checkpoints(seed):
 
 @pytest.mark.parametrize("seed", DUPLICATE_SEEDS)
 def test_minibatch_inserts_commit_rewritten_batches_twice(seed):
-    """The known at-least-once behaviour of mini-batch mode (seed 004, step 3)."""
+    """The known at-least-once behaviour of mini-batch mode (docs/protocol.md section 6.5)."""
     outcome = mode_run("minibatch", "insert", seed)
     snapshot, liveness = verdicts(outcome)
     assert liveness.ok, whys(liveness)
@@ -303,7 +303,7 @@ def files_outside_their_commit(table: Any) -> list[str]:
     """Data files named with a completed write instant that its commit metadata does not list.
 
     Readers take every listed file of a completed instant, so such a file is data nobody
-    committed (PROTOCOL.md section 9.5: no uncommitted data is visible)."""
+    committed (docs/protocol.md section 9, invariant 5: no uncommitted data is visible)."""
     completed = {
         i.requested_time: i
         for i in table.timeline()
@@ -359,7 +359,7 @@ def test_minibatch_inserts_lose_no_record_a_completed_checkpoint_covered():
     coordinator while the tasks' barrier-13 flushes were writing into the open instant; it was
     committed without them, checkpoint 13 completed, the late events failed the job ("already
     committed") and the restore of 13 could not commit them: 150 records lost. Mini-batch is
-    at-least-once by design (duplicates, never a loss: seed 004 step 3, PROTOCOL.md section 6),
+    at-least-once by design (duplicates, never a loss: docs/protocol.md section 6.5),
     so the coordinator skips a notification while a flush into the open instant is under way
     (the design lets notifications be skipped) and the next one commits it whole."""
     outcome = mode_run("minibatch", "insert", 14)

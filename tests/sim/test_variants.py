@@ -1,6 +1,6 @@
 """Every known-bad protocol variant against its real rule, run on its catalog scenario.
 
-DESIGN.md: a known-bad variant must be caught by the invariants and the real rule must never be
+docs/design.md: a known-bad variant must be caught by the invariants and the real rule must never be
 flagged. So each variant scenario of ``scenarios/catalog`` runs twice through the simulator and
 every checker: as written (it must violate exactly what its ``[expect] violations`` lists) and with
 the one switch set back to the real rule (it must violate nothing, or only what another variant

@@ -251,7 +251,7 @@ def test_every_fault_kind_fires_across_the_seeds():
 
 
 def test_instants_commit_once_in_checkpoint_and_completion_order(faulty_run):
-    """PROTOCOL.md section 9.3: instants commit in checkpoint order; no instant commits twice."""
+    """docs/protocol.md section 9, invariant 3: instants commit in checkpoint order; no instant commits twice."""
     commits = ok_events(faulty_run.history.events, "commit")
     instants = [c.value["instant"] for c in commits]
     assert len(set(instants)) == len(instants)

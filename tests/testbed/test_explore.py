@@ -464,7 +464,7 @@ def test_cli_explore_bad_scenario_is_one_line(tmp_path):
     assert result.output.count("\n") == 1 and "faults.ack_los: unknown key" in result.output
 
 
-# --- issue 4's "done means": every known-bad catalog variant, from its random faults ---------
+# --- every known-bad catalog variant, from its random faults ---------
 
 KNOWN_BAD = [path.stem for path in catalog() if load_scenario(path).expect.violations]
 
@@ -500,7 +500,7 @@ def random_faults_only(name: str, folder: Path) -> Path:
 @pytest.mark.parametrize("name", KNOWN_BAD)
 def test_explore_catches_every_known_bad_catalog_variant(name, tmp_path):
     """Through the command line, one process per variant (a search of hundreds of runs should
-    not share a process with the others). Done means (issue 4): caught within a few hundred
+    not share a process with the others). Caught within a few hundred
     examples, a small shrunk schedule, and a counterexample file that replays to the same
     violation (``write_result`` replays it before keeping it; exit 0 says it did).
 

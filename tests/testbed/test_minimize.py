@@ -284,7 +284,7 @@ def test_lengths_start_past_the_evidence_and_double_up_to_the_full_run():
     ],
 )
 def test_a_catalog_variant_with_a_hand_placed_schedule_ends_minimal(name, tmp_path):
-    """Issue 5: every known-bad variant appears with its minimal counterexample. These
+    """Every known-bad variant appears with its minimal counterexample. These
     catalog scenarios reproduce their bug with two hand-placed faults, both necessary, so the
     default budget ends with them, 1-minimal, in a short run."""
     source = catalog_dir() / f"{name}.toml"
