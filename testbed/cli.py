@@ -610,7 +610,7 @@ def check(run_dir: str, quiet: bool) -> None:
     """
     from testbed.check import CheckInputError, check_run, report_lines
 
-    status = None if quiet else _StepLine(f"checking {run_dir}")
+    status = None if quiet or not sys.stderr.isatty() else _StepLine(f"checking {run_dir}")
     try:
         report = check_run(Path(run_dir), progress=status and status.update)
     except CheckInputError as err:
