@@ -2,13 +2,13 @@
 writes them, and the raw pyarrow writes they are compared with.
 
 The simulator's write path (``sim/job.py``): a write task's flush goes through
-:func:`models.write_task.write_records` (bucket index: one file group per (partition, bucket),
+:func:`models.flink.write_task.write_records` (bucket index: one file group per (partition, bucket),
 parquet log blocks on MERGE_ON_READ), the coordinator commits the write statuses, and compaction
-merges each slice into a base file (:meth:`models.writer.TableWriter.write_base_file`). Here the
+merges each slice into a base file (:meth:`models.write.writer.TableWriter.write_base_file`). Here the
 same calls run synchronously over a fake clock (:func:`models.ports.run`), without the event loop,
 so the bench times the writing alone.
 
-Records have the simulator's columns (:data:`models.records.SCHEMA`) with keys ``k<id>`` for ids
+Records have the simulator's columns (:data:`models.format.records.SCHEMA`) with keys ``k<id>`` for ids
 ``0..n-1``: every key once, so the table holds exactly ``n`` live rows.
 """
 
@@ -21,10 +21,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from models.arrow_strings import decimal_strings, decimal_suffixes
-from models.commit_metadata import WriteStat
-from models.ports import FakeClock, FakeWorld, LocalLock, run
-from models.records import (
+from models.flink.write_task import FileLayout, bucket_file_id, write_records
+from models.format.arrow_strings import decimal_strings, decimal_suffixes
+from models.format.commit_metadata import WriteStat
+from models.format.records import (
     ORDERING_FIELD,
     PARTITION_FIELD,
     RECORD_KEY_FIELD,
@@ -32,11 +32,11 @@ from models.records import (
     bucket_ids,
     splitmix64,
 )
-from models.records import partition_path as partition_path_of
+from models.format.records import partition_path as partition_path_of
+from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.storage import LocalStorage
-from models.truetime import make_time_generator
-from models.write_task import FileLayout, bucket_file_id, write_records
-from models.writer import TableWriter, create_table
+from models.timeline.truetime import make_time_generator
+from models.write.writer import TableWriter, create_table
 
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z, as the simulator's epoch
 PARTITIONS = 4
@@ -76,7 +76,7 @@ def file_group_chunks(
     rows: pa.Table, buckets: int = BUCKETS_PER_PARTITION
 ) -> list[tuple[str, str, pa.Table]]:
     """``rows`` split as the bucket index splits them: (partition path, file id, rows) per file
-    group, in the order :func:`models.write_task.write_records` writes them."""
+    group, in the order :func:`models.flink.write_task.write_records` writes them."""
     parts = decimal_suffixes(rows.column(PARTITION_FIELD), 1)
     groups = parts * buckets + bucket_ids(rows.column(RECORD_KEY_FIELD), buckets)
     chunks = []

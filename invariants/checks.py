@@ -24,7 +24,7 @@ from invariants.no_uncommitted_read import check_no_uncommitted_read
 from invariants.slicing import check_slicing
 from invariants.verdict import Verdict
 from models.history import Event
-from models.table import HudiTable
+from models.view.table import HudiTable
 
 Checker = Callable[[Sequence[Event], HudiTable], Verdict]
 

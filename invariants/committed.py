@@ -36,21 +36,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from models.archive import ArchivedTimeline
-from models.commit_metadata import (
+from models.format.commit_metadata import (
     CommitMetadata,
     CompactionPlan,
     read_commit_metadata,
     read_compaction_plan,
 )
-from models.fsview import FileGroup
+from models.format.logfile import CommandBlock, DataBlock, DeleteBlock
 from models.history import Event
-from models.instant_time import format_epoch_ms
-from models.logfile import CommandBlock, DataBlock, DeleteBlock
-from models.reader import decoded_log_blocks, decoded_parquet, read_snapshot
 from models.storage import FileStatus
-from models.table import CorruptTableError, HudiTable, ReadCache, ViewOptions
-from models.timeline import Timeline
+from models.timeline.active import Timeline
+from models.timeline.archive import ArchivedTimeline
+from models.timeline.instant_time import format_epoch_ms
+from models.view.fsview import FileGroup
+from models.view.reader import decoded_log_blocks, decoded_parquet, read_snapshot
+from models.view.table import CorruptTableError, HudiTable, ReadCache, ViewOptions
 
 COMPACTION_ACTIONS = ("compaction", "logcompaction")
 """Actions that rewrite committed records instead of writing new ones."""
@@ -572,7 +572,7 @@ class CommittedTable:
             return
         try:
             # not kept: most logs are read here once (the reader needs only the latest slices'),
-            # and the files a run just wrote come decoded from models.logfile anyway
+            # and the files a run just wrote come decoded from models.format.logfile anyway
             blocks = decoded_log_blocks(data)
         except ValueError as err:
             raise CommittedTableError(f"{f.path}: {err}") from None
@@ -592,7 +592,7 @@ class CommittedTable:
         self, view: SystemView, as_of: str | None = None
     ) -> tuple[Timeline, list[FileGroup]]:
         """The file groups (at ``as_of``) of the system under test's file-system view, computed
-        once per input for all checkers (:class:`~models.table.ReadCache`)."""
+        once per input for all checkers (:class:`~models.view.table.ReadCache`)."""
         return view.table.file_groups(as_of=as_of, options=view.options, cache=self.read_cache)
 
     def sut_read(self, view: SystemView, as_of: str | None = None) -> pa.Table:

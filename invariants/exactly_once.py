@@ -5,7 +5,7 @@ Records are traced through the table, not through the reader: every data file a 
 instant lists in its commit metadata is read (:mod:`invariants.committed`), and its *own* rows
 (commit time = that instant; copies a copy-on-write merge or a compaction carried over from older
 commits do not count) carry the ``job`` and ``offset`` they were emitted with
-(:mod:`models.records`). So each committed record is a (job, offset), and the ledger
+(:mod:`models.format.records`). So each committed record is a (job, offset), and the ledger
 (:mod:`invariants.ledger`) says which offsets the completed checkpoints covered. Three checks:
 
 * **Duplicates**: a (job, offset) committed by two completed instants, or twice by one. This
@@ -40,10 +40,10 @@ import pyarrow.compute as pc
 from invariants.committed import DELETED, events_of, instant_events, load_committed
 from invariants.ledger import JobLedger, build_ledger
 from invariants.verdict import Verdict, Violation
+from models.format.properties import COMMIT_TIME_ORDERING
+from models.format.records import ORDERING_FIELD, RECORD_KEY_FIELD
 from models.history import Event
-from models.properties import COMMIT_TIME_ORDERING
-from models.records import ORDERING_FIELD, RECORD_KEY_FIELD
-from models.table import HudiTable
+from models.view.table import HudiTable
 
 NAME = "exactly_once"
 MAX_VIOLATIONS = 8

@@ -31,9 +31,9 @@ from typing import Any
 from invariants.happens_before import HappensBefore, describe_chain
 from invariants.verdict import Verdict, Violation
 from models.history import Event
-from models.instant import InstantFileNameError, State, parse_instant_file_name
-from models.instant_time import parse_epoch_ms
-from models.table import HudiTable
+from models.timeline.instant import InstantFileNameError, State, parse_instant_file_name
+from models.timeline.instant_time import parse_epoch_ms
+from models.view.table import HudiTable
 
 INSTANT_TIME = "instant_time"
 """The history ``f`` of a generated time (see ``sim/time_recording.py``)."""

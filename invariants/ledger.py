@@ -4,7 +4,7 @@ The simulator records (``setup``) each job's source parameters, (``emit``) the o
 source emitted, (``checkpoint`` ok) the source offset each completed checkpoint covered, (``flush``
 ok) the instant each write task's data went into with the checkpoint id it carried, and
 (``commit`` ok) each instant a job's coordinator committed, with its completion time. Records are
-a pure function of (seed, job, offset) (:class:`models.records.RecordSource`), so the ledger can
+a pure function of (seed, job, offset) (:class:`models.format.records.RecordSource`), so the ledger can
 regenerate exactly what was emitted and compute the model of the table those records imply
 (:meth:`Ledger.model`).
 """
@@ -18,11 +18,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from models.flink.write_task import precombine
+from models.format.properties import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
+from models.format.records import RECORD_KEY_FIELD, RECORD_LEVEL_FIELDS, RecordSource
 from models.history import Event
-from models.partial_update import ColumnGroup
-from models.properties import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
-from models.records import RECORD_KEY_FIELD, RECORD_LEVEL_FIELDS, RecordSource
-from models.write_task import precombine
+from models.view.partial_update import ColumnGroup
 
 
 class LedgerError(ValueError):
@@ -165,7 +165,7 @@ class Ledger:
         with the greatest ordering value of each key (the group's ordering value is the record's
         ``ts``; ties to the later offset); the groups side by side per key, null where a job never
         wrote the key; the record-level columns (``part``, ``ts``, ``offset``, ``job``) from the
-        first job in job order that wrote the key (:mod:`models.partial_update`)."""
+        first job in job order that wrote the key (:mod:`models.view.partial_update`)."""
         winners = [
             precombine(_in_offset_order(j.source.batch(0, j.covered)), EVENT_TIME_ORDERING)
             for j in self.jobs

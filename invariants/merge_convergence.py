@@ -71,7 +71,7 @@ from invariants.merging import (
 )
 from invariants.verdict import Verdict, Violation
 from models.history import Event
-from models.table import HudiTable
+from models.view.table import HudiTable
 
 NAME = "merge_convergence"
 PERMUTATION_SEED = 20260101

@@ -1,5 +1,5 @@
 """The checkers' own merge of committed records (docs/protocol.md section 5), independent of
-``models/reader.py``, and the comparison of a merge result with what the reader returned.
+``models/view/reader.py``, and the comparison of a merge result with what the reader returned.
 
 A *merge spec* says how the versions of one record combine into the live record. Specs are small
 objects with one method, :meth:`MergeSpec.merge`, so that new ways of merging plug in without
@@ -38,8 +38,8 @@ from invariants.committed import (
     TIME,
     CommittedRows,
 )
-from models.partial_update import ColumnGroup, column_groups
-from models.properties import COMMIT_TIME_ORDERING, TableConfig
+from models.format.properties import COMMIT_TIME_ORDERING, TableConfig
+from models.view.partial_update import ColumnGroup, column_groups
 
 IDENT = "_c_ident"
 _SEP = "\x1f"
@@ -127,7 +127,7 @@ class PartialUpdateMerge:
     """Multi-stream partial updates (docs/protocol.md section 5.3): ``EVENT_TIME_ORDERING``
     once per column group, on the group's own ordering field.
 
-    Written here independently of ``models/partial_update.py``, with the same semantics: in each
+    Written here independently of ``models/view/partial_update.py``, with the same semantics: in each
     group the versions carrying the group's ordering value compete with every delete (a delete's
     value is the group's field if it has one, else the record-level ``record_ordering``; none:
     unconditional), the greatest wins, ties to the later arrival. A delete winning any group

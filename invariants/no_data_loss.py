@@ -41,9 +41,9 @@ from invariants.committed import (
 from invariants.ledger import build_ledger, column_groups_of
 from invariants.merging import compare, data_columns, merge_spec_for, merged_at, reader_rows
 from invariants.verdict import Verdict, Violation
+from models.format.records import RECORD_KEY_FIELD, SCHEMA
 from models.history import Event
-from models.records import RECORD_KEY_FIELD, SCHEMA
-from models.table import HudiTable
+from models.view.table import HudiTable
 
 NAME = "no_data_loss"
 EXAMPLES = 5

@@ -52,8 +52,8 @@ from invariants.ledger import column_groups_of
 from invariants.merging import data_columns
 from invariants.verdict import Verdict, Violation
 from models.history import Event
-from models.partial_update import ColumnGroup
-from models.table import HudiTable
+from models.view.partial_update import ColumnGroup
+from models.view.table import HudiTable
 
 NAME = "no_uncommitted_read"
 EXAMPLES = 3
@@ -105,7 +105,7 @@ class _Part:
     """Columns of a returned row that must all come from one committed row.
 
     A whole record is one part (with its commit time). Multi-stream partial updates (docs/protocol.md section 5.3,
-    :mod:`models.partial_update`) build a row from several committed rows, one per column group:
+    :mod:`models.view.partial_update`) build a row from several committed rows, one per column group:
     the record-level columns and the commit time come from one version, each group's columns
     from the version that won that group. So each group is its own part, matched against
     committed rows by partition, key and the group's fields only; a group the row has no value

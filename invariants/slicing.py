@@ -2,7 +2,7 @@
 committed log file is in exactly one file slice, the one the rule names, and every compaction plan
 holds exactly the logs the rule puts in the slice it compacts.
 
-The expected slicing is computed here, independently of ``models/fsview.py``, from the raw table
+The expected slicing is computed here, independently of ``models/view/fsview.py``, from the raw table
 (:mod:`invariants.committed`: own parse of file names, completion times from the completed instant
 files' names):
 
@@ -18,13 +18,13 @@ files' names):
   ``r``: that slice's base instant and base file, and exactly its logs (all completed before
   ``r``).
 
-The slices compared against are those of the system under test: ``models.table.HudiTable`` with
+The slices compared against are those of the system under test: ``models.view.table.HudiTable`` with
 the run's own variant (``[protocol] file_slicing``, ``slice_anchor``, and
 ``archived_completion_lookup = false`` as a table without the archive fallback), at the end and as
 of the time-travel bounds of :func:`invariants.committed.travel_points` (a log of a deltacommit
 still pending at a bound is uncommitted there: that is where an anchor on an uncommitted log
 shows). As of a bound, a compaction that completed after it does not open a slice: time travel
-sees only its completed ``commit`` (``models.timeline.Timeline.as_of``), and a reader merges a
+sees only its completed ``commit`` (``models.timeline.active.Timeline.as_of``), and a reader merges a
 pending compaction's slice into the previous one anyway, so what is read is the same; only a
 compaction that never completed is pending there.
 """
@@ -48,7 +48,7 @@ from invariants.committed import (
 )
 from invariants.verdict import Verdict, Violation
 from models.history import Event
-from models.table import CorruptTableError, HudiTable
+from models.view.table import CorruptTableError, HudiTable
 
 NAME = "slicing"
 EXAMPLES = 3

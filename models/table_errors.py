@@ -1,7 +1,7 @@
 """The error every reader of table files raises for a damaged table.
 
 A leaf module so that the modules reading single kinds of table files (the LSM archive, log files)
-can raise it without importing :mod:`models.table`, which imports them.
+can raise it without importing :mod:`models.view.table`, which imports them.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ millions of records. Here nothing record-sized reaches the driver, in either dir
    builds the ledger from the history (offset ranges and checkpoints: no records).
 2. **The table**: ``mapInArrow`` over one row per file group; each task opens the table itself
    (cached per Python worker), merges its slice's base file and committed log blocks with our own
-   reader (:func:`models.reader.merge_file_slice`, the same code the checkers use) and yields
+   reader (:func:`models.view.reader.merge_file_slice`, the same code the checkers use) and yields
    Arrow batches.
 3. **The model** (what the history says the table must hold, :meth:`invariants.ledger.Ledger.model`):
    ``mapInArrow`` over key shards; each task finds the covered offsets whose key is in its shard
@@ -42,13 +42,13 @@ import numpy as np
 import pyarrow as pa
 
 from invariants.ledger import Ledger, build_ledger
-from models.fsview import FileSlice, latest_file_slices
+from models.format.records import RECORD_KEY_FIELD, RecordSource
 from models.history import Event, read_history
-from models.reader import merge_file_slice
-from models.records import RECORD_KEY_FIELD, RecordSource
 from models.storage import LocalStorage
-from models.table import HudiTable
-from models.timeline import Timeline
+from models.timeline.active import Timeline
+from models.view.fsview import FileSlice, latest_file_slices
+from models.view.reader import merge_file_slice
+from models.view.table import HudiTable
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -119,7 +119,7 @@ def load_ledger(path: Path) -> Ledger:
 
 def key_shards(key_ids: np.ndarray, shards: int) -> np.ndarray:
     """The shard (``0 <= shard < shards``) of every key, from the number its key is built from
-    (:meth:`models.records.RecordSource.key_ids`): that number modulo ``shards``. The same key
+    (:meth:`models.format.records.RecordSource.key_ids`): that number modulo ``shards``. The same key
     always has the same number, so all its versions (from every job) land in one shard; which
     shard matters to nobody else, so a number shared by keys that differ (``k5`` and ``j0-5``) is
     harmless. The numbers are already spread (an upsert key's id is a hash of its offset, an

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from models.history import Event, read_history
-from models.instant_time import InstantTimeError, parse_epoch_ms
+from models.timeline.instant_time import InstantTimeError, parse_epoch_ms
 
 
 class RunFolderError(ValueError):

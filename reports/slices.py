@@ -28,12 +28,12 @@ from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from models.filenames import FileNameError, parse_log_file_name
-from models.fsview import SLICING_RULES, FileGroup, build_file_groups
-from models.instant import Instant, State
-from models.instant_time import InstantTimeError, parse_epoch_ms
 from models.storage import FileStatus
-from models.timeline import Timeline
+from models.timeline.active import Timeline
+from models.timeline.instant import Instant, State
+from models.timeline.instant_time import InstantTimeError, parse_epoch_ms
+from models.view.filenames import FileNameError, parse_log_file_name
+from models.view.fsview import SLICING_RULES, FileGroup, build_file_groups
 from reports.figures import Figure, new_figure, save, styled
 from reports.run_data import RunData, value
 
@@ -128,7 +128,7 @@ def layout_of(
 
 
 def layout_from_table(table, *, origin_ms: int | None = None, origin: str = "") -> SliceLayout:
-    """Slices of a table on storage (a :class:`models.table.HudiTable`), as its readers see them."""
+    """Slices of a table on storage (a :class:`models.view.table.HudiTable`), as its readers see them."""
     timeline, groups = table.file_groups()
     times = [
         t

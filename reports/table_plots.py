@@ -24,7 +24,7 @@ FORMATS = ("png", "svg")
 def plot_table(table_root: Path, out: Path, *, table=None) -> Path:
     """Draw the table at ``table_root`` into ``out`` (PNG or SVG by its suffix); returns ``out``.
 
-    ``table`` (a :class:`models.table.HudiTable`) may be passed when the caller opened it already.
+    ``table`` (a :class:`models.view.table.HudiTable`) may be passed when the caller opened it already.
     Raises ValueError for an unsupported suffix; errors opening the table propagate unchanged.
     """
     out = Path(out)
@@ -33,7 +33,7 @@ def plot_table(table_root: Path, out: Path, *, table=None) -> Path:
         raise ValueError(f"{out}: unsupported plot format {out.suffix!r} (allowed: .png, .svg)")
     if table is None:
         from models.storage import LocalStorage
-        from models.table import HudiTable
+        from models.view.table import HudiTable
 
         table = HudiTable(LocalStorage(Path(table_root)))
     timeline = table.timeline()
@@ -71,7 +71,7 @@ def plot_table(table_root: Path, out: Path, *, table=None) -> Path:
 
 def _origin_ms(timeline) -> int:
     """Epoch ms of the table's first instant time: the plot's time 0."""
-    from models.instant_time import InstantTimeError, parse_epoch_ms
+    from models.timeline.instant_time import InstantTimeError, parse_epoch_ms
 
     times = []
     for instant in timeline:

@@ -20,8 +20,8 @@ from pathlib import Path
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from models.instant_time import InstantTimeError, parse_epoch_ms
-from models.timeline import Timeline
+from models.timeline.active import Timeline
+from models.timeline.instant_time import InstantTimeError, parse_epoch_ms
 from reports.figures import ACTION_COLORS, COLORS, Figure, new_figure, save, styled
 from reports.run_data import RunData, value
 

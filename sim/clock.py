@@ -1,6 +1,6 @@
 """Simulated machine clocks: true simulated time seen through a fixed offset, drift and NTP steps.
 
-TrueTime's guarantee (``models/truetime.py``) holds only while clocks stay within the configured
+TrueTime's guarantee (``models/timeline/truetime.py``) holds only while clocks stay within the configured
 skew of each other, so the simulator has to be able to put clocks exactly where a scenario says:
 a constant offset per machine, a slow drift (crystal error, in parts per million) and sudden steps
 (an NTP correction, possibly backwards). Readings are whole milliseconds, like

@@ -7,7 +7,7 @@ supplies: processes, mailboxes, RPC channels, checkpoint barriers and restarts.
 Processes of one *epoch* (an execution attempt; a failover starts the next):
 
 - ``<job>/source``: every tick reads what the upstream topic holds (a pure function of offsets,
-  :class:`models.records.RecordSource`), routes it to the tasks by bucket and tells a task to flush
+  :class:`models.format.records.RecordSource`), routes it to the tasks by bucket and tells a task to flush
   eagerly when its buffer is full. It stalls (backpressure) while a task waits for an instant or
   has a backlog of flushes; the upstream keeps growing and the source catches up later.
 - ``<job>/task-<i>``: flushes (instant request -> data files -> write-metadata event) and
@@ -36,22 +36,22 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import simpy
 
-from models.concurrency import ConcurrentWriteConflict
-from models.coordinator import CommitResult, CoordinatorError, WriteCoordinator
-from models.instant import Instant, State
-from models.partial_update import (
+from models.flink.coordinator import CommitResult, CoordinatorError, WriteCoordinator
+from models.flink.write_events import WriteMetadataEvent
+from models.flink.write_task import FileLayout, TaskState, WriteTask, route, write_records
+from models.format.records import ORDERING_FIELD, SCHEMA, RecordSource
+from models.storage import FileAlreadyExistsError
+from models.timeline.active import TimelineError
+from models.timeline.instant import Instant, State
+from models.txn.concurrency import ConcurrentWriteConflict
+from models.view.partial_update import (
     PAYLOAD_CLASS,
     WHOLE_ROW_PAYLOAD_CLASS,
     ColumnGroup,
     declare_column_groups,
     table_schema,
 )
-from models.records import ORDERING_FIELD, SCHEMA, RecordSource
-from models.storage import FileAlreadyExistsError
-from models.timeline import TimelineError
-from models.write_events import WriteMetadataEvent
-from models.write_task import FileLayout, TaskState, WriteTask, route, write_records
-from models.writer import TableWriter, WriteError
+from models.write.writer import TableWriter, WriteError
 from sim.driver import drive
 from sim.messages import (
     Barrier,
@@ -188,7 +188,7 @@ class Job:
 
     def _dropped_instant_rolled_back(self, instant: str, rollback: Instant) -> None:
         """The coordinator rolled back an instant it dropped with nothing to commit (see
-        ``models/coordinator.py``): record it as the failed-writes cleaning's rollbacks are."""
+        ``models/flink/coordinator.py``): record it as the failed-writes cleaning's rollbacks are."""
         self.history.ok(
             self.process_name("coordinator"),
             "rollback",
@@ -720,7 +720,7 @@ def _table_data_schema(world: World, index: int) -> pa.Schema:
     """The table's data columns, which every commit's metadata carries as its schema.
 
     Multi-stream partial updates (jobs with ``columns``): every stream's columns. The table is
-    declared with those column groups (``models.partial_update``), as if its DDL named them all;
+    declared with those column groups (``models.view.partial_update``), as if its DDL named them all;
     the world creates the table before its jobs, so the first job declares them, with storage
     faults off as for the table's creation. The known-bad variant ``partial_update_merge = "row"``
     declares them with Hudi's default payload, which merges whole rows."""

@@ -12,9 +12,9 @@ from typing import Any
 
 import simpy
 
-from models.coordinator import CoordinatorState
-from models.write_events import BootstrapEvent, WriteMetadataEvent
-from models.write_task import TaskState
+from models.flink.coordinator import CoordinatorState
+from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
+from models.flink.write_task import TaskState
 
 
 @dataclass(frozen=True)

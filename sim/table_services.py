@@ -1,8 +1,8 @@
 """Table services in the simulated world: heartbeats, failed-write cleaning, compaction, archiving,
 and the OCC conflict check at commit.
 
-The decisions are the real ones in ``models/`` (:mod:`models.heartbeat`, :mod:`models.rollback`,
-:mod:`models.archive`, :mod:`models.concurrency`, :class:`models.writer.TableWriter`); this module
+The decisions are the real ones in ``models/`` (:mod:`models.write.heartbeat`, :mod:`models.write.rollback`,
+:mod:`models.timeline.archive`, :mod:`models.txn.concurrency`, :class:`models.write.writer.TableWriter`); this module
 decides *when* they run, as Hudi's Flink pipeline does:
 
 - Every job's coordinator keeps a heartbeat for each instant it has started and not committed,
@@ -15,7 +15,7 @@ decides *when* they run, as Hudi's Flink pipeline does:
   ``compaction_every_commits`` commits, executed by a compactor process, committed by it; a
   compaction interrupted by a failover is resumed after the restart.
 - Archiving runs after each commit of the table-services job.
-- OCC (jobs with ``concurrency = "occ"``): the conflict check of :mod:`models.concurrency` runs
+- OCC (jobs with ``concurrency = "occ"``): the conflict check of :mod:`models.txn.concurrency` runs
   under the commit lock, told which instants are the job's own earlier ones.
 """
 
@@ -25,9 +25,11 @@ import contextlib
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
-from models import archive, concurrency, heartbeat, rollback
-from models.instant import Instant
-from models.writer import TableWriter
+from models.timeline import archive
+from models.timeline.instant import Instant
+from models.txn import concurrency
+from models.write import heartbeat, rollback
+from models.write.writer import TableWriter
 from sim.driver import drive
 
 if TYPE_CHECKING:
@@ -197,7 +199,7 @@ class TableServices:
         """The OCC check under the commit lock (jobs with ``concurrency = "occ"``).
 
         The job's own instants that passed the check before this one are its predecessors in
-        the coordinator's serial commit order (:mod:`models.concurrency`: not concurrent writers
+        the coordinator's serial commit order (:mod:`models.txn.concurrency`: not concurrent writers
         where this instant only appended logs). They are kept per job for the whole run, across
         failovers: a restarted coordinator re-commits restored instants before anything newer,
         and telling its own commits from other writers' is what apache/hudi#19024 asks of the

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from models.ports import Steps
-from models.truetime import TimeGenerator, TrueTimeGenerator
+from models.timeline.truetime import TimeGenerator, TrueTimeGenerator
 from sim.clock import SimClock
 from sim.history import HistoryRecorder
 
@@ -44,7 +44,7 @@ INSTANT_TIME = "instant_time"
 
 
 class RecordingTimeGenerator:
-    """A :class:`~models.truetime.TimeGenerator` that records each time it hands out.
+    """A :class:`~models.timeline.truetime.TimeGenerator` that records each time it hands out.
 
     Wraps one process's generator; the protocol code sees the same interface and the same times,
     so recording changes nothing but the history.

@@ -28,13 +28,13 @@ from typing import Any
 
 import simpy
 
-from models.instant import Instant
-from models.records import ORDERING_FIELD, PARTITION_FIELD, RECORD_KEY_FIELD
+from models.format.records import ORDERING_FIELD, PARTITION_FIELD, RECORD_KEY_FIELD
 from models.storage import InMemoryStorage, LocalStorage, Storage
-from models.table import HudiTable, ViewOptions
-from models.timeline import ActiveTimeline
-from models.truetime import TimeGenerator, TimeService, make_time_generator
-from models.writer import create_table
+from models.timeline.active import ActiveTimeline
+from models.timeline.instant import Instant
+from models.timeline.truetime import TimeGenerator, TimeService, make_time_generator
+from models.view.table import HudiTable, ViewOptions
+from models.write.writer import create_table
 from sim import table_services
 from sim.clock import SimClock
 from sim.history import HistoryRecorder

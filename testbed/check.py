@@ -34,10 +34,10 @@ import pyarrow as pa
 from invariants.checks import check_all
 from invariants.verdict import Verdict
 from models.history import Event, history_digest, read_history
-from models.partial_update import declared_groups
-from models.reader import read_snapshot
 from models.storage import LocalStorage
-from models.table import CorruptTableError, HudiTable, NotAHudiTableError
+from models.view.partial_update import declared_groups
+from models.view.reader import read_snapshot
+from models.view.table import CorruptTableError, HudiTable, NotAHudiTableError
 from scenarios.schema import Scenario, ScenarioError, load_scenario
 from sim.world import World
 from testbed.run import verdicts_match
@@ -251,7 +251,7 @@ def oracle_skip_reason(table: HudiTable) -> str:
     """Why hudi-rs's snapshot cannot be compared with ours for ``table`` ("" if it can).
 
     A table that declares column groups (multi-stream partial updates, docs/protocol.md section 5.3) is merged per
-    group (:mod:`models.partial_update`); hudi-rs implements no partial merging, so it would
+    group (:mod:`models.view.partial_update`); hudi-rs implements no partial merging, so it would
     merge whole rows and disagree by design, which says nothing about either reader."""
     groups = declared_groups(table.config)
     if not groups:

@@ -14,9 +14,9 @@ from typing import Any, NoReturn
 
 import click
 
-from models.instant_time import InstantTimeError, normalize
 from models.storage import LocalStorage
-from models.table import CorruptTableError, HudiTable, NotAHudiTableError
+from models.timeline.instant_time import InstantTimeError, normalize
+from models.view.table import CorruptTableError, HudiTable, NotAHudiTableError
 from scenarios.schema import MAX_SEED, SECONDS_PER_DAY
 from testbed.outputs import OutputFolderError, claimed
 
@@ -159,7 +159,7 @@ def inspect(path: str, as_json: bool, as_of: str | None, plot: str | None = None
     table = _open_table(path)
     try:
         timeline, groups = table.file_groups(as_of=_as_of(as_of))
-        from models.fsview import latest_file_slices
+        from models.view.fsview import latest_file_slices
 
         slices = latest_file_slices(groups)
     except CorruptTableError as err:
@@ -252,7 +252,7 @@ def read(path: str, as_of: str | None, out: str | None, limit: int) -> None:
 
     Prints the first --limit rows, fitted to the terminal, and how many more there are; --out
     writes every row to a parquet file instead."""
-    from models.reader import read_snapshot
+    from models.view.reader import read_snapshot
 
     table = _open_table(path)
     try:

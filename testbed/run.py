@@ -24,7 +24,7 @@ from typing import Any
 
 from invariants.checks import check_all
 from invariants.verdict import Verdict
-from models.table import HudiTable
+from models.view.table import HudiTable
 from reports.metrics import compute_metrics
 from scenarios.schema import Scenario, resolved_toml
 from sim.history import HistoryRecorder

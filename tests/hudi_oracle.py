@@ -16,7 +16,7 @@ Semantics worth knowing when a comparison fails (hudi 0.5.0, checked on crafted 
 - If ``hoodie.table.metadata.partitions`` in hoodie.properties lists ``files`` (v8+), the file
   listing comes from ``.hoodie/metadata`` instead of storage; options cannot turn that off.
 - No partial merging: a table that declares column groups (multi-stream partial updates,
-  ``models/partial_update.py``) is read as whole rows. :func:`oracle_merges_like_ours` says so;
+  ``models/view/partial_update.py``) is read as whole rows. :func:`oracle_merges_like_ours` says so;
   compare file slices there, not merged rows.
 """
 
@@ -30,8 +30,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from models.partial_update import declared_groups
-from models.properties import TableConfig, parse_properties
+from models.format.properties import TableConfig, parse_properties
+from models.view.partial_update import declared_groups
 
 __all__ = [
     "HUDI_AVAILABLE",

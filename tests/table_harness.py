@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from models.instant import Instant
+from models.format.properties import MERGE_ON_READ
 from models.ports import FakeClock, FakeWorld, LocalLock, run
-from models.properties import MERGE_ON_READ
 from models.storage import LocalStorage
-from models.truetime import make_time_generator
-from models.writer import TableWriter, create_table
+from models.timeline.instant import Instant
+from models.timeline.truetime import make_time_generator
+from models.write.writer import TableWriter, create_table
 
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 

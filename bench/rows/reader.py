@@ -6,7 +6,7 @@ way the simulator writes (:mod:`bench.tables`): every key flushed as logs, compa
 files, then update rounds left as logs, so a snapshot read merges base files with log blocks.
 
 * **read**: our side is ``testbed read`` without printing (open the table, list the timeline and
-  file slices, merge every slice with :func:`models.reader.read_snapshot`); the reference is
+  file slices, merge every slice with :func:`models.view.reader.read_snapshot`); the reference is
   hudi-rs (``hudi``) opening and reading the same snapshot. Both results are compared once
   (same keys and values), outside the timings.
 * **write**: the same rows written by the testbed (meta columns, markers, parquet or log files,
@@ -28,9 +28,9 @@ import pyarrow as pa
 from bench import tables
 from bench.measure import Log, Measurement, Target, timed
 from bench.sizes import Sizes
-from models.reader import read_snapshot
 from models.storage import LocalStorage
-from models.table import HudiTable
+from models.view.reader import read_snapshot
+from models.view.table import HudiTable
 
 READ_TARGET = Target("<=", 2.0, "within 2x of hudi-rs")
 WRITE_TARGET = Target("<=", 1.5, "within 1.5x of raw pyarrow")

@@ -30,11 +30,11 @@ from bench import workloads
 from bench.measure import Log, Measurement, Target, timed
 from bench.sizes import Sizes
 from invariants.ledger import build_ledger
+from models.format.records import RECORD_KEY_FIELD
 from models.history import read_history
-from models.reader import read_snapshot
-from models.records import RECORD_KEY_FIELD
 from models.storage import LocalStorage
-from models.table import HudiTable
+from models.view.reader import read_snapshot
+from models.view.table import HudiTable
 from scenarios.schema import Scenario, resolved_toml
 from sim.world import World
 from testbed.sweep import SeedTask, SweepResult, read_rows, run_here, run_sweep

@@ -19,9 +19,9 @@ from bench import cli, tables
 from bench.measure import Measurement, Target, fit_exponent, machine_info
 from bench.rows import ROWS, reader, scaling, search, simulation, spark
 from bench.sizes import FULL, QUICK, TINY
-from models.reader import read_snapshot
 from models.storage import LocalStorage
-from models.table import HudiTable
+from models.view.reader import read_snapshot
+from models.view.table import HudiTable
 
 NO_SPARK = replace(TINY, spark_masters=())
 

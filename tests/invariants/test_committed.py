@@ -1,7 +1,7 @@
 """Tests for invariants/committed.py: the checkers' own reading of a table's raw files.
 
 :class:`SimTable` builds small tables in the simulator's shape (records of
-:class:`models.records.RecordSource`, one bucket per partition, parquet log blocks) through the
+:class:`models.format.records.RecordSource`, one bucket per partition, parquet log blocks) through the
 real writer, together with the history a run would record for them (setup, emits, completed
 checkpoints, commit events); the checker tests of this package use it too.
 """
@@ -28,17 +28,17 @@ from invariants.committed import (
     travel_points,
 )
 from invariants.ledger import build_ledger
-from models.archive import archive_instants
-from models.commit_metadata import WriteStat
-from models.instant import Instant
+from models.flink.write_task import bucket_file_id
+from models.format.commit_metadata import WriteStat
+from models.format.properties import COPY_ON_WRITE, MERGE_ON_READ
+from models.format.records import SCHEMA, partition_path
 from models.ports import FakeClock, FakeWorld, LocalLock, run
-from models.properties import COPY_ON_WRITE, MERGE_ON_READ
-from models.records import SCHEMA, partition_path
 from models.storage import InMemoryStorage
-from models.table import HudiTable
-from models.truetime import make_time_generator
-from models.write_task import bucket_file_id
-from models.writer import TableWriter, create_table
+from models.timeline.archive import archive_instants
+from models.timeline.instant import Instant
+from models.timeline.truetime import make_time_generator
+from models.view.table import HudiTable
+from models.write.writer import TableWriter, create_table
 from tests.invariants.test_ledger import History, source
 
 START_MS = 1_767_225_600_000

@@ -14,7 +14,7 @@ import pytest
 
 from invariants.exactly_once import check_exactly_once, required_offsets
 from invariants.ledger import build_ledger
-from models.properties import COPY_ON_WRITE
+from models.format.properties import COPY_ON_WRITE
 from tests.invariants.test_committed import SimTable
 from tests.sim.test_world import ALL_FAULTS, JOB, cached_run, scenario_toml
 

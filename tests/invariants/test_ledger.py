@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 
 from invariants.ledger import NEVER_COMMITTED, LedgerError, build_ledger
+from models.format.records import RecordSource
 from models.history import Event, read_history, write_history
-from models.records import RecordSource
 
 
 def source(job_index: int = 0, *, operation: str = "upsert", key_space: int = 50) -> dict:

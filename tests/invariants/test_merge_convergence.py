@@ -25,7 +25,7 @@ from invariants.merging import (
     data_columns,
     identified,
 )
-from models.records import SCHEMA
+from models.format.records import SCHEMA
 from tests.invariants.test_committed import SimTable
 from tests.sim.test_world import ALL_FAULTS, JOB, cached_run, scenario_toml
 

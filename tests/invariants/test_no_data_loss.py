@@ -1,4 +1,4 @@
-"""Tests for invariants/no_data_loss.py on tiny tables written directly with models.writer.
+"""Tests for invariants/no_data_loss.py on tiny tables written directly with models.write.writer.
 
 The end: the history is hand-built (a setup event, an emit, a completed checkpoint), the table
 holds exactly the rows a test chooses, and each kind of difference must produce its own
@@ -22,12 +22,12 @@ import pytest
 from invariants.committed import load_committed, travel_points
 from invariants.ledger import build_ledger
 from invariants.no_data_loss import check_no_data_loss
+from models.format.records import partition_path
 from models.ports import FakeClock, FakeWorld, LocalLock, run
-from models.records import partition_path
 from models.storage import InMemoryStorage
-from models.table import HudiTable
-from models.truetime import make_time_generator
-from models.writer import TableWriter, create_table
+from models.timeline.truetime import make_time_generator
+from models.view.table import HudiTable
+from models.write.writer import TableWriter, create_table
 from tests.invariants.test_committed import SimTable
 from tests.invariants.test_ledger import History, source
 from tests.sim.test_world import ALL_FAULTS, cached_run, scenario_toml

@@ -29,8 +29,8 @@ from invariants.committed import (
     CommittedRows,
 )
 from invariants.no_uncommitted_read import check_no_uncommitted_read
-from models.instant import Instant, State
-from models.partial_update import ColumnGroup
+from models.timeline.instant import Instant, State
+from models.view.partial_update import ColumnGroup
 from tests.invariants.test_committed import SimTable
 from tests.sim.test_world import ALL_FAULTS, JOB, cached_run, scenario_toml
 

@@ -19,13 +19,13 @@ from invariants.ledger import build_ledger, column_groups_of
 from invariants.merge_convergence import check_merge_convergence
 from invariants.merging import IDENT, Identified, PartialUpdateMerge, compare, merge_spec_for
 from invariants.no_data_loss import check_no_data_loss
-from models.fsview import latest_file_slices
-from models.parquet_files import base_file_parquet, read_parquet
-from models.partial_update import ColumnGroup, merge_column_groups
-from models.properties import TableConfig
-from models.reader import read_snapshot
+from models.format.parquet_files import base_file_parquet, read_parquet
+from models.format.properties import TableConfig
 from models.storage import join
-from models.table import HudiTable
+from models.view.fsview import latest_file_slices
+from models.view.partial_update import ColumnGroup, merge_column_groups
+from models.view.reader import read_snapshot
+from models.view.table import HudiTable
 from scenarios import catalog_dir
 from scenarios.schema import scenario_from_dict
 from sim.world import World
@@ -105,7 +105,7 @@ def histories(draw) -> list[dict]:
 @given(histories(), st.randoms(use_true_random=False))
 def test_the_checkers_merge_equals_the_readers_merge_in_any_order(rows, rnd):
     """Two implementations, one rule: the checkers' spec (invariants/merging.py) and the
-    reader's (models/partial_update.py) agree, and neither depends on arrival order."""
+    reader's (models/view/partial_update.py) agree, and neither depends on arrival order."""
     ids = identified_rows(rows)
     every = np.arange(len(rows))
     expected = SPEC.merge(ids, every, every)

@@ -17,9 +17,13 @@ import pytest
 
 from invariants.committed import load_committed
 from invariants.slicing import MAX_POINT_VIOLATIONS, check_slicing, expected_slicing
-from models.commit_metadata import CompactionPlan, read_compaction_plan, write_compaction_plan
+from models.flink.write_task import bucket_file_id
+from models.format.commit_metadata import (
+    CompactionPlan,
+    read_compaction_plan,
+    write_compaction_plan,
+)
 from models.ports import run
-from models.write_task import bucket_file_id
 from tests.invariants.test_committed import SimTable
 from tests.sim.test_world import ALL_FAULTS, JOB, cached_run, scenario_toml
 

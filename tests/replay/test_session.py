@@ -48,7 +48,7 @@ def test_the_shipped_zip_holds_every_package_and_the_catalog_and_is_stable(tmp_p
     names = zipfile.ZipFile(first).namelist()
     assert names == sorted(names)
     for module in (
-        "models/timeline.py",
+        "models/timeline/active.py",
         "sim/world.py",
         "invariants/checks.py",
         "replay/session.py",
@@ -59,7 +59,7 @@ def test_the_shipped_zip_holds_every_package_and_the_catalog_and_is_stable(tmp_p
 
 
 def _imports_models(_: int) -> str:
-    from models.instant_time import format_epoch_ms
+    from models.timeline.instant_time import format_epoch_ms
 
     return format_epoch_ms(0)
 

@@ -15,12 +15,12 @@ import pytest
 from click.testing import CliRunner
 
 from invariants.ledger import build_ledger
-from models.fsview import latest_file_slices
-from models.logfile import DataBlock, read_log_blocks
-from models.reader import read_snapshot
-from models.records import RecordSource
+from models.format.logfile import DataBlock, read_log_blocks
+from models.format.records import RecordSource
 from models.storage import LocalStorage
-from models.table import HudiTable
+from models.view.fsview import latest_file_slices
+from models.view.reader import read_snapshot
+from models.view.table import HudiTable
 from replay.verify import (
     key_shards,
     model_schema,

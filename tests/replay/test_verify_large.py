@@ -20,12 +20,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from invariants.ledger import build_ledger
-from models.fsview import FileSlice, latest_file_slices
+from models.format.logfile import DataBlock, read_log_blocks
 from models.history import read_history
-from models.logfile import DataBlock, read_log_blocks
-from models.reader import merge_file_slice
 from models.storage import LocalStorage
-from models.table import HudiTable
+from models.view.fsview import FileSlice, latest_file_slices
+from models.view.reader import merge_file_slice
+from models.view.table import HudiTable
 from replay.verify import Target
 from replay.verify import verify as verify_table
 from scenarios import catalog_dir, load_scenario

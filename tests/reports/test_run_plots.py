@@ -8,7 +8,7 @@ import json
 import pytest
 
 from models.storage import LocalStorage
-from models.table import HudiTable
+from models.view.table import HudiTable
 from reports.run_data import RunFolderError, load_run
 from reports.run_plots import plot_run
 from reports.slices import layout_from_history, layout_from_table

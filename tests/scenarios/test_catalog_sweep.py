@@ -36,7 +36,7 @@ import pytest
 import tomli_w
 
 from invariants.checks import check_all
-from models.table import HudiTable
+from models.view.table import HudiTable
 from scenarios import catalog, catalog_dir
 from scenarios.schema import (
     LARGE_TAG,

@@ -12,7 +12,7 @@ from typing import Any
 from invariants.checks import check_all
 from invariants.ledger import build_ledger
 from models.history import Event
-from models.table import HudiTable
+from models.view.table import HudiTable
 from scenarios.schema import parse_scenario
 from sim.world import RunOutcome, World
 from tests.sim.test_world import JOB, scenario_toml

@@ -1,6 +1,6 @@
 """Tests for sim/driver.py: protocol steps run in simulated time, and crashes never leak locks.
 
-The main customer is TrueTime (models/truetime.py): several processes with skewed SimClocks
+The main customer is TrueTime (models/timeline/truetime.py): several processes with skewed SimClocks
 contend for one SimLock; with the skew below the bound every issued time is unique and increasing,
 and the wait happens while the lock is held.
 """
@@ -16,9 +16,9 @@ import simpy
 from hypothesis import given
 from hypothesis import strategies as st
 
-from models.instant_time import parse_epoch_ms
 from models.ports import Acquire, LocalLock, Release, Sleep, Steps
-from models.truetime import LocalClockGenerator, TrueTimeGenerator
+from models.timeline.instant_time import parse_epoch_ms
+from models.timeline.truetime import LocalClockGenerator, TrueTimeGenerator
 from sim.clock import SimClock
 from sim.driver import drive
 from sim.lock import SimLock

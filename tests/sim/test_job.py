@@ -21,14 +21,14 @@ from typing import Any
 
 import pytest
 
-from models.filenames import (
+from models.history import Event
+from models.timeline.instant import State
+from models.view.filenames import (
     is_base_file_name,
     is_log_file_name,
     parse_base_file_name,
     parse_log_file_name,
 )
-from models.history import Event
-from models.instant import State
 from reports.metrics import compute_metrics
 from tests.sim.test_world import (
     JOB,
@@ -346,7 +346,7 @@ def test_every_data_file_of_a_completed_instant_is_in_its_commit(mode, seed):
 def test_minibatch_recommit_makes_no_unlisted_file_visible():
     """A flush into the open instant after the restored checkpoint's snapshot leaves log files
     the re-sent events do not list; the restore re-commits the instant, and finalizing that
-    commit against its markers (models/writer.py) deletes them: the source replays those records
+    commit against its markers (models/write/writer.py) deletes them: the source replays those records
     under a new instant instead of them showing up beyond the last completed checkpoint."""
     outcome = faulty_mode_run("minibatch", 3)
     snapshot, _ = verdicts(outcome)

@@ -13,7 +13,7 @@ import pytest
 
 from invariants.checks import check_all
 from models.history import Event
-from models.table import HudiTable
+from models.view.table import HudiTable
 from scenarios.schema import parse_scenario
 from sim.nemesis import at_ms
 from sim.world import RunOutcome, World

@@ -8,14 +8,14 @@ import json
 import tomllib
 from functools import cache
 
-from models.partial_update import (
+from models.view.partial_update import (
     PAYLOAD_CLASS,
     WHOLE_ROW_PAYLOAD_CLASS,
     ColumnGroup,
     column_groups,
     declared_groups,
 )
-from models.table import HudiTable
+from models.view.table import HudiTable
 from scenarios import catalog_dir
 from scenarios.schema import scenario_from_dict
 from sim.world import World

@@ -1,6 +1,6 @@
 """Tests for sim/table_services.py: the OCC check a job with ``concurrency = "occ"`` runs at commit.
 
-The check itself is :mod:`models.concurrency`; what the world adds is *whose* instants are whose:
+The check itself is :mod:`models.txn.concurrency`; what the world adds is *whose* instants are whose:
 a job's own earlier commits are its predecessors in the coordinator's commit order, not concurrent
 writers (apache/hudi#19024), while another job's commit on the same file groups still aborts.
 """
@@ -12,10 +12,10 @@ from itertools import pairwise
 import pyarrow as pa
 import pytest
 
-from models.concurrency import ConcurrentWriteConflict
 from models.ports import FakeClock, FakeWorld, LocalLock, run
-from models.truetime import make_time_generator
-from models.writer import TableWriter
+from models.timeline.truetime import make_time_generator
+from models.txn.concurrency import ConcurrentWriteConflict
+from models.write.writer import TableWriter
 from sim.world import World
 from tests.sim.test_world import JOB, make_scenario, ok_events, run_world, verdicts, whys
 

@@ -8,11 +8,11 @@ from itertools import pairwise
 
 import pytest
 
-from models.instant import Instant, State
-from models.instant_time import parse_epoch_ms
 from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.storage import FileAlreadyExistsError
-from models.truetime import (
+from models.timeline.instant import Instant, State
+from models.timeline.instant_time import parse_epoch_ms
+from models.timeline.truetime import (
     LocalClockGenerator,
     TimeService,
     TimeServiceGenerator,

@@ -22,9 +22,9 @@ import pytest
 from invariants.checks import check_all
 from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.storage import FileAlreadyExistsError
-from models.table import HudiTable
-from models.timeline import ActiveTimeline, TimelineError
-from models.truetime import make_time_generator
+from models.timeline.active import ActiveTimeline, TimelineError
+from models.timeline.truetime import make_time_generator
+from models.view.table import HudiTable
 from scenarios import catalog_dir
 from scenarios.schema import PROTOCOL_VARIANTS, scenario_from_dict
 from sim.world import World

@@ -291,7 +291,7 @@ def test_lost_acks_are_subsumed_and_restores_recommit():
 
 def test_one_async_job_with_occ_survives_a_lost_ack():
     """A delayed/lost ACK lets instant k+1 start before instant k commits; the job's own k is
-    not a concurrent writer for k+1 (models/concurrency.py, apache/hudi#19024), so no commit
+    not a concurrent writer for k+1 (models/txn/concurrency.py, apache/hudi#19024), so no commit
     aborts into an endless failover loop."""
     job = {**JOB, "key_space": 1000, "records_per_s": 300, "concurrency": "occ"}
     outcome = run_world(make_scenario(seed=1, duration_s=20, jobs=(job,), faults={"ack_loss": 0.3}))

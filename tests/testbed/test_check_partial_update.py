@@ -10,9 +10,9 @@ from pathlib import Path
 import tomli_w
 from click.testing import CliRunner
 
-from models.partial_update import ColumnGroup, declare_column_groups
 from models.storage import InMemoryStorage
-from models.writer import create_table
+from models.view.partial_update import ColumnGroup, declare_column_groups
+from models.write.writer import create_table
 from scenarios import catalog_dir
 from testbed.check import oracle_skip_reason
 from testbed.cli import main

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from models.filenames import parse_log_file_name
+from models.view.filenames import parse_log_file_name
 from testbed.cli import main
 from tests.conftest import FIXTURE_NAMES
 from tests.hudi_oracle import oracle_file_slices, oracle_read

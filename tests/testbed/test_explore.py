@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 
 from invariants.checks import CHECKERS, check_all
-from models.table import HudiTable
+from models.view.table import HudiTable
 from scenarios import catalog, catalog_dir
 from scenarios.schema import load_scenario, parse_scenario
 from sim.world import World

@@ -37,7 +37,7 @@ from click.testing import CliRunner, Result
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from models.logfile import read_log_frames
+from models.format.logfile import read_log_frames
 from testbed.cli import main
 
 SCENARIO = """\
@@ -390,7 +390,7 @@ def test_a_torn_last_log_block_is_skipped_as_hudi_does(pristine: Pristine, tmp_p
     """HoodieLogFileReader makes a torn block a corrupt block, which the scanners skip."""
     log = [f for f in pristine.files if ".log." in f][-1]
     table = _damaged(pristine, tmp_path, Damage("truncate", log, 0.9)) / "table"
-    from models.reader import decoded_log_blocks
+    from models.view.reader import decoded_log_blocks
 
     assert decoded_log_blocks((table / log).read_bytes()) == ()
 

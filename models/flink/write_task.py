@@ -1,0 +1,270 @@
+"""A Flink write task (Hudi's ``StreamWriteFunction``) as a pure state machine, plus its file I/O.
+
+The task buffers records (Arrow batches, never per-record objects), flushes when a checkpoint
+starts or when the buffer is full (eager flush), and before each flush asks the coordinator for
+an instant, sending the **last checkpoint id it has snapshotted** (-1 before the first; the
+restored id after a restore). docs/protocol.md section 6: data flushed while snapshotting checkpoint
+``n`` carries ``n - 1`` and is committed by the notification for ``n``; an eager flush between
+``n`` and ``n + 1`` carries ``n`` as well.
+
+State (what Flink persists for the task at checkpoint ``i``): the write-metadata events the task
+sent for the data that checkpoint ``i`` covers, i.e. every event carrying ``i - 1``. The order is
+Hudi's: flush and send, then replace the state with those events. After a failover the task
+re-sends them in a :class:`~models.flink.write_events.BootstrapEvent` (``AbstractStreamWriteFunction``
+``snapshotState`` / ``sendBootstrapEvent``), so a commit lost with the failure is redone by the
+coordinator. The variant ``persist_write_meta = false`` drops them, which reproduces HUDI-9570's
+data loss (fixed upstream by keeping the write metadata in the coordinator's checkpoint,
+apache/hudi PR #13543; docs/protocol.md section 6.6).
+
+:func:`write_records` is the I/O half of a flush: it turns one precombined batch into Hudi data
+files through :class:`models.write.writer.TableWriter`, in the file layout of Flink's bucket index
+(upsert: one file group per (partition, bucket), logs on MERGE_ON_READ, merged base files on
+COPY_ON_WRITE) or of append mode (insert: a new base file per partition and flush).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
+from models.format.arrow_strings import decimal_suffixes
+from models.format.commit_metadata import WriteStat
+from models.format.properties import COMMIT_TIME_ORDERING
+from models.format.records import ORDERING_FIELD, PARTITION_FIELD, RECORD_KEY_FIELD, bucket_ids
+from models.format.records import partition_path as partition_path_of
+from models.timeline.instant import Instant
+from models.write.writer import TableWriter
+
+
+@dataclass(frozen=True)
+class TaskState:
+    """What Flink stores for one write task at a checkpoint."""
+
+    task_id: int
+    checkpoint_id: int
+    events: tuple[WriteMetadataEvent, ...] = ()
+
+
+@dataclass
+class WriteTask:
+    """One write task's buffer and protocol state (no I/O, no time)."""
+
+    task_id: int
+    buffer_records: int
+    operation: str = "upsert"
+    merge_mode: str = "EVENT_TIME_ORDERING"
+    persist_write_meta: bool = True
+    last_checkpoint_id: int = -1
+    _buffer: list[pa.Table] = field(default_factory=list)
+    _buffered_rows: int = 0
+    _interval_events: list[WriteMetadataEvent] = field(default_factory=list)
+
+    @property
+    def buffered_rows(self) -> int:
+        return self._buffered_rows
+
+    def add(self, batch: pa.Table) -> bool:
+        """Buffer ``batch``; True when the buffer is full and the task should flush eagerly."""
+        if batch.num_rows:
+            self._buffer.append(batch)
+            self._buffered_rows += batch.num_rows
+        return self._buffered_rows >= self.buffer_records
+
+    def take_buffer(self) -> pa.Table | None:
+        """Empty the buffer and return its records, pre-combined (one version per key for upsert:
+        the greatest ordering value, or the last one under commit-time ordering)."""
+        if not self._buffer:
+            return None
+        rows = pa.concat_tables(self._buffer).combine_chunks()
+        self._buffer, self._buffered_rows = [], 0
+        if self.operation == "upsert":
+            rows = precombine(rows, self.merge_mode)
+        return rows
+
+    def event_sent(self, event: WriteMetadataEvent) -> None:
+        """Remember an event for the state of the next checkpoint."""
+        self._interval_events.append(event)
+
+    def snapshot_state(self, checkpoint_id: int) -> TaskState:
+        """``snapshotState(checkpoint_id)`` after the last-batch flush was sent: the state holds
+        this interval's events (merged per instant); later flushes carry ``checkpoint_id``."""
+        merged: dict[str | None, WriteMetadataEvent] = {}
+        for event in self._interval_events:
+            prior = merged.get(event.instant)
+            merged[event.instant] = event if prior is None else prior.merge(event)
+        events = tuple(e for e in merged.values() if e.instant is not None)
+        self._interval_events = []
+        self.last_checkpoint_id = checkpoint_id
+        if not self.persist_write_meta:
+            events = ()
+        return TaskState(self.task_id, checkpoint_id, events)
+
+    def restore(self, state: TaskState | None) -> BootstrapEvent:
+        """Restart from ``state`` (None: no completed checkpoint) and return the bootstrap event
+        to send; the buffer is empty, the source replays from the checkpoint's offset."""
+        self._buffer, self._buffered_rows, self._interval_events = [], 0, []
+        if state is None:
+            self.last_checkpoint_id = -1
+            return BootstrapEvent(self.task_id, -1, ())
+        self.last_checkpoint_id = state.checkpoint_id
+        return BootstrapEvent(self.task_id, state.checkpoint_id, state.events)
+
+
+def precombine(rows: pa.Table, merge_mode: str) -> pa.Table:
+    """Keep one version per record key: the greatest ordering value (event-time ordering) or the
+    latest in the batch (commit-time ordering). Column-wise: one sort of the key (and ordering)
+    columns, a neighbour compare, and a single take of the winners in their original order."""
+    n = rows.num_rows
+    if n < 2:
+        return rows
+    position = pa.array(np.arange(n, dtype=np.int64))
+    if merge_mode == COMMIT_TIME_ORDERING:
+        keyed = pa.table({"key": rows.column(RECORD_KEY_FIELD), "pos": position})
+        ordering = [("key", "ascending"), ("pos", "descending")]
+    else:
+        keyed = pa.table(
+            {
+                "key": rows.column(RECORD_KEY_FIELD),
+                "ord": rows.column(ORDERING_FIELD),
+                "pos": position,
+            }
+        )
+        ordering = [("key", "ascending"), ("ord", "descending"), ("pos", "descending")]
+    order = pc.sort_indices(keyed, ordering)
+    keys = keyed.column("key").take(order)
+    first = np.ones(n, bool)  # the first row of each key in sort order is its winner
+    first[1:] = pc.not_equal(keys.slice(1), keys.slice(0, n - 1)).to_numpy()
+    winners = np.sort(order.to_numpy()[first])  # back in arrival order
+    return rows.take(pa.array(winners))
+
+
+@dataclass(frozen=True)
+class FileLayout:
+    """How a job maps records to file groups (Flink's bucket index / append mode)."""
+
+    job_index: int
+    operation: str
+    is_mor: bool
+    buckets_per_partition: int
+    file_slicing: str = "completion_time"
+
+
+def bucket_file_id(partition_index: int, bucket: int) -> str:
+    """The file id of a bucket: ``<bucket:08d>-<uuid-like>-0``, fixed for every job and restart,
+    as Hudi's bucket index derives it (NBCC relies on all jobs agreeing)."""
+    return f"{bucket:08d}-0000-4000-8000-{partition_index:012d}-0"
+
+
+def insert_file_id(
+    job_index: int, task_id: int, instant: str, partition_index: int, flush: int = 0
+) -> str:
+    """A fresh file group for an append-mode flush; unique because instant times are (and
+    ``flush`` counts a task's flushes into one instant and partition)."""
+    return f"{job_index:04d}{task_id:04d}-{instant[:8]}-{instant[8:]}-{partition_index:06d}-{flush}"
+
+
+def route(rows: pa.Table, buckets_per_partition: int, parallelism: int) -> list[pa.Table]:
+    """Split a source batch over the write tasks (Flink's shuffle in front of the writers).
+
+    Upsert records go by bucket, ``(partition_index * buckets + bucket) % parallelism`` like
+    Hudi's ``BucketIndexPartitioner``, so one task owns each file group. Insert records
+    (keys ``j..``) are spread by offset (a rebalance)."""
+    if rows.num_rows == 0:
+        return [rows.slice(0, 0) for _ in range(parallelism)]
+    if rows.column(RECORD_KEY_FIELD)[0].as_py().startswith("k"):
+        parts = _partition_indexes(rows)
+        owner = (
+            parts * buckets_per_partition
+            + bucket_ids(rows.column(RECORD_KEY_FIELD), buckets_per_partition)
+        ) % parallelism
+    else:
+        owner = rows.column("offset").to_numpy() % parallelism
+    # One stable sort and a slice per task instead of a filter per task: same rows, same order.
+    order = np.argsort(owner, kind="stable")
+    grouped = rows.take(pa.array(order))
+    bounds = np.searchsorted(owner[order], np.arange(parallelism + 1))
+    return [grouped.slice(bounds[t], bounds[t + 1] - bounds[t]) for t in range(parallelism)]
+
+
+def _partition_indexes(rows: pa.Table) -> np.ndarray:
+    return decimal_suffixes(rows.column(PARTITION_FIELD), 1)
+
+
+def write_records(
+    writer: TableWriter,
+    instant: Instant,
+    rows: pa.Table,
+    *,
+    task_id: int,
+    layout: FileLayout,
+    log_versions: dict[tuple[str, str, str], int],
+    base_instants: dict[tuple[str, str], str] | None = None,
+) -> list[WriteStat]:
+    """Write one flush of ``rows`` (pre-combined) for ``instant``; return its write statuses.
+
+    ``log_versions`` is the task's memory of log versions it wrote per (partition, file id,
+    instant): a second flush into the same file group and instant writes the next version instead
+    of listing the partition (append mode: a new file group, counted the same way). ``base_instants`` (variant ``base_instant`` only) maps file groups to
+    the base instant of their latest slice as the task saw it when the write started.
+    """
+    stats: list[WriteStat] = []
+    parts = _partition_indexes(rows)
+    if layout.operation == "insert":
+        for p in sorted(set(parts.tolist())):
+            chunk = rows.filter(pa.array(parts == p))
+            first = insert_file_id(layout.job_index, task_id, instant.requested_time, p)
+            key = (partition_path_of(f"p{p}"), first, instant.requested_time)
+            flush = log_versions.get(key, 0)  # an eager flush before into this instant
+            log_versions[key] = flush + 1
+            file_id = insert_file_id(layout.job_index, task_id, instant.requested_time, p, flush)
+            stats.append(
+                writer.write_base_file(
+                    instant, partition_path_of(f"p{p}"), file_id, chunk, task_id=task_id
+                )
+            )
+        return stats
+    buckets = bucket_ids(rows.column(RECORD_KEY_FIELD), layout.buckets_per_partition)
+    groups = parts * layout.buckets_per_partition + buckets
+    # One stable sort and a slice per file group instead of a filter per group: same rows, same
+    # order within each group.
+    order = np.argsort(groups, kind="stable")
+    sorted_groups = groups[order]
+    grouped = rows.take(pa.array(order))
+    starts = np.flatnonzero(np.r_[len(order) > 0, sorted_groups[1:] != sorted_groups[:-1]])
+    ends = np.r_[starts[1:], len(order)]
+    for group, start, end in zip(
+        sorted_groups[starts].tolist(), starts.tolist(), ends.tolist(), strict=True
+    ):
+        p, bucket = divmod(group, layout.buckets_per_partition)
+        chunk = grouped.slice(start, end - start)
+        partition = partition_path_of(f"p{p}")
+        file_id = bucket_file_id(p, bucket)
+        if not layout.is_mor:
+            stats.append(
+                writer.upsert_base_file(instant, partition, file_id, chunk, task_id=task_id)
+            )
+            continue
+        name_instant = None
+        if layout.file_slicing == "base_instant" and base_instants is not None:
+            name_instant = base_instants.get((partition, file_id))
+        version = None  # legacy names repeat across instants: list the partition instead
+        if name_instant is None:
+            key = (partition, file_id, instant.requested_time)
+            version = log_versions.get(key, 0) + 1
+            log_versions[key] = version
+        stats.append(
+            writer.append_log_file(
+                instant,
+                partition,
+                file_id,
+                chunk,
+                task_id=task_id,
+                version=version,
+                name_instant=name_instant,
+            )
+        )
+    return stats

@@ -1,0 +1,331 @@
+"""OCC conflict check at commit time: instants that completed after we started and touched the
+same file groups conflict; disjoint ones and ones completed before we started do not."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from models.format.commit_metadata import CommitMetadata, write_commit_metadata
+from models.format.properties import COPY_ON_WRITE, MERGE_ON_READ
+from models.ports import FakeClock, FakeWorld, LocalLock, run
+from models.storage import InMemoryStorage
+from models.timeline.truetime import make_time_generator
+from models.txn.concurrency import (
+    RETRY_OF,
+    ConcurrentWriteConflict,
+    appended_file_groups,
+    ensure_no_conflict,
+    find_conflicts,
+    mutated_file_groups,
+    retry_write,
+    superseded_by,
+    touched_file_groups,
+)
+from models.view.reader import read_snapshot
+from models.write.writer import TableWriter, create_table
+
+START_MS = 1_767_225_600_000
+FG_A = "aaaaaaaa-0000-4000-8000-000000000001-0"
+FG_B = "bbbbbbbb-0000-4000-8000-000000000002-0"
+
+
+def rows(ids, v):
+    n = len(ids)
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.string()),
+            "ts": pa.array([v] * n, pa.int64()),
+            "part": pa.array(["1"] * n, pa.string()),
+        }
+    )
+
+
+class Writers:
+    """Several writers of one in-memory table, interleaved by hand."""
+
+    def __init__(self, table_type=COPY_ON_WRITE):
+        self.clock = FakeClock(FakeWorld(START_MS))
+        generator = make_time_generator("truetime", clock=self.clock, lock=LocalLock())
+        self.table = create_table(
+            InMemoryStorage(),
+            name="t",
+            table_type=table_type,
+            record_key_field="id",
+            ordering_field="ts",
+            partition_fields=("part",),
+        )
+        self.writer = TableWriter(self.table, generator)
+
+    def start(self):
+        return run(self.writer.start_commit(), self.clock)
+
+    def write(self, instant, fg, ids=("a",)):
+        if self.table.config.is_mor and instant.action == "deltacommit":
+            return self.writer.append_log_file(instant, "p=1", fg, rows(list(ids), 1))
+        return self.writer.write_base_file(instant, "p=1", fg, rows(list(ids), 1))
+
+    def commit(self, instant, stats):
+        return run(self.writer.commit(instant, stats), self.clock)
+
+    def write_and_commit(self, fg):
+        instant = self.start()
+        return self.commit(instant, [self.write(instant, fg)])
+
+    def conflicts(self, instant, stats, **kwargs):
+        return find_conflicts(
+            self.table.timeline(), self.table, instant, touched_file_groups(stats), **kwargs
+        )
+
+    def check(self, instant, stats):
+        """The OCC check as a coordinator's pre-commit hook runs it."""
+        ensure_no_conflict(self.table.timeline(), self.table, instant, touched_file_groups(stats))
+
+    def commit_checked(self, instant, stats):
+        return run(
+            self.writer.commit(instant, stats, precommit=lambda: self.check(instant, stats)),
+            self.clock,
+        )
+
+
+def test_overlapping_file_groups_conflict():
+    w = Writers()
+    ours = w.start()
+    stats = [w.write(ours, FG_A)]
+    theirs = w.write_and_commit(FG_A)  # started after us, completed before our commit
+    assert w.conflicts(ours, stats) == [theirs]
+    with pytest.raises(ConcurrentWriteConflict) as caught:
+        ensure_no_conflict(w.table.timeline(), w.table, ours, touched_file_groups(stats))
+    error = caught.value
+    assert (error.instant, error.other, error.file_groups) == (ours, theirs, (("p=1", FG_A),))
+    assert ours.requested_time in str(error) and theirs.requested_time in str(error)
+
+
+def test_disjoint_file_groups_do_not_conflict():
+    w = Writers()
+    ours = w.start()
+    stats = [w.write(ours, FG_A)]
+    w.write_and_commit(FG_B)
+    assert w.conflicts(ours, stats) == []
+    ensure_no_conflict(w.table.timeline(), w.table, ours, touched_file_groups(stats))
+
+
+def test_an_instant_completed_before_we_started_does_not_conflict():
+    w = Writers()
+    w.write_and_commit(FG_A)
+    ours = w.start()
+    assert w.conflicts(ours, [w.write(ours, FG_A)]) == []
+
+
+def test_one_started_before_us_but_completed_after_does():
+    """The rule is completion time, not requested time: an older writer that finishes while we
+    write still invalidates what we read."""
+    w = Writers()
+    theirs = w.start()
+    their_stats = [w.write(theirs, FG_A)]
+    ours = w.start()
+    stats = [w.write(ours, FG_A)]
+    done = w.commit(theirs, their_stats)
+    assert w.conflicts(ours, stats) == [done]
+
+
+def test_all_conflicts_are_listed_in_completion_order_and_pending_ones_ignored():
+    w = Writers()
+    ours = w.start()
+    stats = [w.write(ours, FG_A), w.write(ours, FG_B)]
+    first = w.write_and_commit(FG_B)
+    second = w.write_and_commit(FG_A)
+    pending = w.start()
+    w.write(pending, FG_A)  # not completed: no conflict yet
+    assert w.conflicts(ours, stats) == [first, second]
+
+
+def test_a_replacecommit_conflicts_through_the_file_groups_it_replaced():
+    w = Writers()
+    ours = w.start()
+    stats = [w.write(ours, FG_A)]
+    timeline = w.table.active_timeline
+    replace = timeline.transition_to_inflight(
+        timeline.create_requested(
+            run(w.writer.time_generator.generate_time(), w.clock), "replacecommit"
+        )
+    )
+    meta = CommitMetadata(
+        partition_to_replace_file_ids={"p=1": (FG_A,)}, operation_type="INSERT_OVERWRITE"
+    )
+    done = run(
+        timeline.complete(replace, write_commit_metadata(meta), w.writer.time_generator), w.clock
+    )
+    assert mutated_file_groups(w.table, done) == ({("p=1", FG_A)}, False)
+    assert w.conflicts(ours, stats) == [done]
+
+
+def test_compaction_rules():
+    """Table version 8+: a compaction never aborts a write (the write's log lands in the slice the
+    compaction opened); the naive ``always`` variant aborts it."""
+    w = Writers(MERGE_ON_READ)
+    c1 = w.start()
+    w.commit(c1, [w.writer.write_base_file(c1, "p=1", FG_A, rows(["a"], 1))])
+    ours = w.start()
+    stats = [w.write(ours, FG_A)]
+    compaction = run(w.writer.schedule_compaction(), w.clock)
+    assert compaction is None  # nothing to compact yet: write a log first
+    d1 = w.write_and_commit(FG_A)
+    compaction = run(w.writer.schedule_compaction(), w.clock)
+    done = run(w.writer.run_compaction(compaction), w.clock)
+    groups, is_compaction = mutated_file_groups(w.table, done)
+    assert is_compaction and groups == {("p=1", FG_A)}
+    assert w.conflicts(ours, stats) == [d1]
+    always = w.conflicts(ours, stats, compaction_rule="always")
+    assert [i.requested_time for i in always] == [d1.requested_time, done.requested_time]
+    with pytest.raises(ValueError, match="hudi, always"):
+        w.conflicts(ours, stats, compaction_rule="never")
+
+
+def test_touched_file_groups_skips_placeholder_stats():
+    w = Writers()
+    ours = w.start()
+    stat = w.write(ours, FG_A)
+    assert touched_file_groups([stat]) == {("p=1", FG_A)}
+    assert touched_file_groups([]) == set()
+
+
+# --- the writer's own instants (apache/hudi#19024) -------------------------------------------
+
+
+def test_an_own_predecessor_that_appended_logs_is_not_a_concurrent_writer():
+    """Async Flink: instant k+1 starts while the job's own k is pending; k commits first (the
+    coordinator commits in checkpoint order), after k+1 started. Both appended logs to FG_A:
+    for k+1 that is its predecessor, not a concurrent writer; for anyone else it conflicts."""
+    w = Writers(MERGE_ON_READ)
+    k = w.start()
+    k_stats = [w.write(k, FG_A)]
+    ours = w.start()
+    stats = [w.write(ours, FG_A, ids=("b",))]
+    done = w.commit(k, k_stats)
+    assert appended_file_groups(stats) == {("p=1", FG_A)}
+    own = {"predecessors": {k.requested_time}, "appended": appended_file_groups(stats)}
+    assert w.conflicts(ours, stats, **own) == []
+    ensure_no_conflict(w.table.timeline(), w.table, ours, touched_file_groups(stats), **own)
+    assert w.conflicts(ours, stats) == [done]  # the same commit by another writer
+
+
+def test_an_own_predecessor_still_conflicts_where_we_rewrote_a_base_file():
+    """Copy-on-write: k+1 merged FG_A's committed slice while k was pending, so k's updates are
+    not in k+1's base file: a real lost update, whoever wrote k."""
+    w = Writers(COPY_ON_WRITE)
+    w.write_and_commit(FG_A)
+    k = w.start()
+    k_stats = [w.writer.upsert_base_file(k, "p=1", FG_A, rows(["a"], 2))]
+    ours = w.start()
+    stats = [w.writer.upsert_base_file(ours, "p=1", FG_A, rows(["b"], 3))]
+    done = w.commit(k, k_stats)
+    assert appended_file_groups(stats) == set()
+    own = {"predecessors": {k.requested_time}, "appended": appended_file_groups(stats)}
+    assert w.conflicts(ours, stats, **own) == [done]
+
+
+def test_a_foreign_commit_between_own_instants_still_conflicts():
+    """Two jobs on one file group: the other job's commit aborts ours, our own earlier instant
+    does not; the error names only the file groups of the real conflict."""
+    w = Writers(MERGE_ON_READ)
+    k = w.start()
+    k_stats = [w.write(k, FG_A), w.write(k, FG_B)]
+    ours = w.start()
+    stats = [w.write(ours, FG_A), w.write(ours, FG_B)]
+    w.commit(k, k_stats)
+    theirs = w.start()
+    their_done = w.commit(theirs, [w.write(theirs, FG_B)])
+    own = {"predecessors": {k.requested_time}, "appended": appended_file_groups(stats)}
+    assert w.conflicts(ours, stats, **own) == [their_done]
+    with pytest.raises(ConcurrentWriteConflict) as caught:
+        ensure_no_conflict(w.table.timeline(), w.table, ours, touched_file_groups(stats), **own)
+    assert caught.value.other == their_done
+    assert caught.value.file_groups == (("p=1", FG_B),)
+
+
+# --- retrying an aborted write under a new instant -------------------------------------------
+
+
+def deletes(ids):
+    n = len(ids)
+    return pa.table(
+        {
+            "record_key": pa.array(ids, pa.string()),
+            "partition_path": pa.array(["p=1"] * n, pa.string()),
+            "ordering_value": pa.array([None] * n, pa.int64()),
+        }
+    )
+
+
+def snapshot(w: Writers) -> dict[str, int]:
+    table = read_snapshot(w.table)
+    return dict(zip(table.column("id").to_pylist(), table.column("ts").to_pylist(), strict=True))
+
+
+def test_retry_rewrites_an_aborted_log_write_under_a_new_instant_and_rolls_it_back():
+    w = Writers(MERGE_ON_READ)
+    ours = w.start()
+    stats = [
+        w.writer.append_log_file(ours, "p=1", FG_A, rows(["a", "b"], 1), version=1),
+        w.writer.append_log_file(ours, "p=1", FG_A, rows(["c"], 1), version=2),
+        w.writer.append_log_file(ours, "p=1", FG_A, delete_keys=deletes(["x"]), version=3),
+    ]
+    theirs = w.start()
+    theirs = w.commit(theirs, [w.writer.append_log_file(theirs, "p=1", FG_A, rows(["b", "x"], 5))])
+    with pytest.raises(ConcurrentWriteConflict):
+        w.commit_checked(ours, stats)
+    done, new_stats = run(retry_write(w.writer, ours, stats, precommit=w.check), w.clock)
+    assert done.requested_time > theirs.completion_time  # the conflicting commit is older now
+    assert [(s.file_id, s.log_version) for s in new_stats] == [(FG_A, 1), (FG_A, 2), (FG_A, 3)]
+    assert all(done.requested_time in s.path for s in new_stats)
+    # event time: their b=5 wins either way; our delete of x has no ordering value and comes
+    # after their insert of x in completion order
+    assert snapshot(w) == {"a": 1, "b": 5, "c": 1}
+    timeline = w.table.timeline()
+    assert not any(i.requested_time == ours.requested_time for i in timeline.instants)
+    assert [i.action for i in timeline.completed().instants][-1] == "rollback"
+    assert not any(w.table.storage.exists(s.path) for s in stats)
+    assert superseded_by(w.table, ours.requested_time) == done
+    assert superseded_by(w.table, theirs.requested_time) is None
+
+
+def test_retry_of_a_copy_on_write_upsert_merges_onto_the_conflicting_commit():
+    """The lost update OCC exists to prevent: ours merged FG_A before their commit; retried, our
+    own rows are merged onto the slice that now holds theirs, and nothing is lost."""
+    w = Writers(COPY_ON_WRITE)
+    w.commit(base := w.start(), [w.writer.write_base_file(base, "p=1", FG_A, rows(["a"], 1))])
+    ours = w.start()
+    stats = [w.writer.upsert_base_file(ours, "p=1", FG_A, rows(["b"], 2))]
+    theirs = w.start()
+    w.commit(theirs, [w.writer.upsert_base_file(theirs, "p=1", FG_A, rows(["c"], 3))])
+    assert w.conflicts(ours, stats) == [w.table.timeline().completed().instants[-1]]
+    done, _ = run(retry_write(w.writer, ours, stats, precommit=w.check), w.clock)
+    assert snapshot(w) == {"a": 1, "b": 2, "c": 3}
+    assert superseded_by(w.table, ours.requested_time) == done
+
+
+def test_retry_rewrites_a_new_file_group_and_keeps_only_the_aborted_rows():
+    w = Writers(COPY_ON_WRITE)
+    ours = w.start()
+    stats = [w.writer.write_base_file(ours, "p=1", FG_B, rows(["n1", "n2"], 4))]
+    done, new_stats = run(retry_write(w.writer, ours, stats), w.clock)
+    assert [(s.file_id, s.num_writes, s.prev_commit) for s in new_stats] == [(FG_B, 2, None)]
+    assert snapshot(w) == {"n1": 4, "n2": 4}
+    meta = w.table.commit_metadata(done)
+    assert meta.extra_metadata[RETRY_OF] == ours.requested_time and meta.schema
+
+
+def test_retry_merges_onto_a_file_group_the_conflicting_commit_created_meanwhile():
+    """Ours found no slice and created FG_A; theirs created it too and committed first. The
+    retry must merge onto their slice, not write a second first base file (which would hide
+    their rows): found in the simulator with two copy-on-write jobs."""
+    w = Writers(COPY_ON_WRITE)
+    ours = w.start()
+    stats = [w.writer.upsert_base_file(ours, "p=1", FG_A, rows(["a"], 1))]
+    assert stats[0].prev_commit is None
+    theirs = w.start()
+    w.commit(theirs, [w.writer.upsert_base_file(theirs, "p=1", FG_A, rows(["b"], 2))])
+    _, new_stats = run(retry_write(w.writer, ours, stats, precommit=w.check), w.clock)
+    assert new_stats[0].prev_commit == theirs.requested_time
+    assert snapshot(w) == {"a": 1, "b": 2}
