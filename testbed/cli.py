@@ -6,6 +6,7 @@ one clear line on stderr and exit with code 2; anything else is a bug and shows 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -586,6 +587,7 @@ def suite(
     options = _suite_spark_options(master, conf, workers, target)
     label = f"suite {chosen.name}" + (f" (spark {master})" if master else "")
     bar = None if quiet else _CountBar(label, "runs")
+    outcome = None
     try:
         with _suite_engine(options, label) as engine:
             outcome = suites.run_suite(
@@ -597,9 +599,11 @@ def suite(
                 progress=bar and (lambda done, total, _row: bar.update(done, total)),
                 engine=engine,
             )
-    except KeyboardInterrupt:  # before any run started (Spark starting) or while reporting
-        click.echo("interrupted", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt:  # run_suite handles its own; this one came outside it
+        if outcome is None:  # Spark was starting: no run started, nothing was written
+            click.echo("interrupted before any run started: nothing ran", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        # Spark was stopping after the suite ended: its summary stands
     finally:
         if bar is not None:
             bar.close()
@@ -689,7 +693,7 @@ def sweep(
     """
     from replay.session import SparkConfError, SparkOptions, parse_conf
     from scenarios.schema import ScenarioError, load_scenario
-    from testbed.sweep import run_here, run_sweep
+    from testbed.sweep import run_sweep
 
     source = Path(scenario_file)
     if not source.is_file():
@@ -705,28 +709,35 @@ def sweep(
     target = Path(out) if out else Path("runs") / f"sweep-{scenario.scenario.name}"
     engine = "none" if options is None else f"spark {options.master}"
     bar = None if quiet else _CountBar(f"sweeping {scenario.scenario.name} ({engine})", "seeds")
+    result = None
     try:
-        if options is None:
+        with _sweep_runner(options, engine) as runner:
             result = run_sweep(
                 scenario,
                 source,
                 bounds,
                 target,
-                run_here,
+                runner,
                 engine=engine,
                 on_progress=bar and bar.update,
             )
-        else:
-            result = _sweep_on_spark(scenario, source, bounds, target, options, engine, bar)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # run_sweep handles its own; this one came outside it
+        if result is None:  # Spark was starting: no seed ran, nothing was written
+            click.echo("interrupted before any seed ran: nothing ran", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        # Spark was stopping after the sweep ended: its summary stands
+    finally:
         if bar is not None:
             bar.close()
-        click.echo(f"interrupted: finished seeds kept in {target}", err=True)
-        _echo_sweep_report(target, err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    if bar is not None:
-        bar.close()
     _print_sweep_summary(result.summary, target)
+    if result.interrupted:
+        summary = result.summary
+        click.echo(
+            f"interrupted: {summary['finished']} of {summary['seeds']['count']} seeds finished "
+            f"(kept in {target}), {summary['abandoned']} not run",
+            err=True,
+        )
+        sys.exit(EXIT_INTERRUPTED)
     sys.exit(0 if result.ok else 1)
 
 
@@ -823,12 +834,20 @@ def _spark_args(master: str | None, conf: tuple[tuple[str, str], ...]) -> dict:
     return {"conf": conf} | ({"master": master} if master else {})
 
 
-def _sweep_on_spark(scenario, source, bounds, target, options, engine, bar):
+@contextlib.contextmanager
+def _sweep_runner(options, engine: str):
+    """The runner of a sweep's chunks: this process (``options`` None), or a Spark session's
+    (stopped when the block ends)."""
+    from testbed.sweep import run_here
+
+    if options is None:
+        yield run_here
+        return
     import tempfile
 
     from replay.distribute import map_on_spark
     from replay.session import spark_session
-    from testbed.sweep import evaluate_seed, run_sweep
+    from testbed.sweep import evaluate_seed
 
     with (
         tempfile.TemporaryDirectory(prefix="testbed-spark-") as work,
@@ -840,15 +859,7 @@ def _sweep_on_spark(scenario, source, bounds, target, options, engine, bar):
                 spark, evaluate_seed, tasks, on_progress=on_progress, description=engine
             )
 
-        return run_sweep(
-            scenario,
-            source,
-            bounds,
-            target,
-            on_spark,
-            engine=engine,
-            on_progress=bar and bar.update,
-        )
+        yield on_spark
 
 
 class _CountBar(_StderrBar):
@@ -881,11 +892,13 @@ def _print_sweep_summary(summary: dict, target: Path) -> None:
     _echo_sweep_report(target)
 
 
-def _echo_sweep_report(target: Path, err: bool = False) -> None:
+def _echo_sweep_report(target: Path) -> None:
     if (target / "report.html").is_file():
-        click.echo(f"report: {target / 'report.html'}", err=err)
+        click.echo(f"report: {target / 'report.html'}")
     elif (target / "report_error.txt").is_file():
-        click.echo(f"report.html not written: see {target / 'report_error.txt'}", err=err)
+        click.echo(f"report.html not written: see {target / 'report_error.txt'}")
+    else:
+        click.echo("report.html not written: interrupted while writing it")
 
 
 if __name__ == "__main__":  # pragma: no cover
