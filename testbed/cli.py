@@ -7,6 +7,7 @@ one clear line on stderr and exit with code 2; anything else is a bug and shows 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -454,7 +455,11 @@ def explore(
     finally:
         if status is not None:
             status.close()
-    counterexample = search.write_result(result, target, seed=search_seed)
+    try:
+        counterexample = search.write_result(result, target, seed=search_seed)
+    except KeyboardInterrupt:  # while the counterexample's replay was being checked
+        result = dataclasses.replace(result, interrupted=True)
+        counterexample = search.write_interrupted_result(result, target, seed=search_seed)
     for line in search.report_lines(result, counterexample, target):
         click.echo(line)
     if result.interrupted:
