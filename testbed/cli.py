@@ -773,7 +773,7 @@ def verify(
     records the history's completed checkpoints cover, merged by the table's rule) and reports
     lost keys, extra keys, duplicated keys and wrong versions, with counts and examples. No
     record is collected to the driver, so it scales with the cluster. Exit code 0 when the data
-    matches, 1 when it is damaged, 2 on bad input.
+    matches, 1 when it is damaged, 2 on bad input, 130 when interrupted (nothing is written).
     """
     import tempfile
 
@@ -786,21 +786,32 @@ def verify(
         options = SparkOptions(**_spark_args(master, parse_conf(conf)))
     except (VerifyInputError, SparkConfError) as err:
         raise UserError(str(err)) from None
-    with (
-        tempfile.TemporaryDirectory(prefix="testbed-verify-") as work,
-        spark_session(options, Path(work)) as spark,
-    ):
-        try:
-            report = verify_table(spark, target, Path(work))
-        except VerifyInputError as err:
-            raise UserError(str(err)) from None
+    report = None
+    try:
+        with (
+            tempfile.TemporaryDirectory(prefix="testbed-verify-") as work,
+            spark_session(options, Path(work)) as spark,
+        ):
+            try:
+                report = verify_table(spark, target, Path(work))
+            except VerifyInputError as err:
+                raise UserError(str(err)) from None
+    except KeyboardInterrupt:
+        if report is None:  # nothing is written: a verify.json of an earlier run stays as it was
+            click.echo("interrupted: nothing verified, nothing written", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        # Spark was stopping after the verification ended: the report stands
     report["engine"] = f"spark {options.master}"
     for line in describe(report):
         click.echo(line)
     run_folder = target.table_root != Path(path)
     dest = Path(out) if out else (Path(path) / "verify.json" if run_folder else None)
     if dest is not None:
-        dest.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        from testbed.atomic import write_text_atomic
+        from testbed.interrupt import sigint_held
+
+        with sigint_held():  # the report is complete: a Ctrl-C now does not cut its file short
+            write_text_atomic(dest, json.dumps(report, indent=2, sort_keys=True) + "\n")
         click.echo(f"report: {dest}")
     sys.exit(0 if report["ok"] else 1)
 
