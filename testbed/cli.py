@@ -693,7 +693,8 @@ def sweep(
     <out>/sweep.parquet/part-*.parquet, and <out>/summary.json counts violations per invariant,
     gives metric distributions and lists every seed whose verdicts differ from the scenario's
     [expect] with the command that replays it. The engine never changes a verdict: --no-spark,
-    local[1], local[2] and a cluster give the same rows. Ctrl-C keeps the finished chunks.
+    local[1], local[2] and a cluster give the same rows. Ctrl-C keeps the seeds that finished
+    (summary.json and report.html say interrupted, with the seeds finished and not run).
     Exit code 0 when every seed is as expected, 1 when not, 2 on bad input, 130 interrupted.
     """
     from replay.session import SparkConfError, SparkOptions, parse_conf
