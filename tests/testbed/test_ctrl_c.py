@@ -119,7 +119,7 @@ def finished_runs(out: Path, stale: Path | None = None) -> Callable[[], bool]:
 
 def assert_suite_interrupted(out: Path, planned: int, code: int, err: str) -> dict[str, Any]:
     assert code == 130, err
-    assert "Traceback" not in err
+    assert "Traceback" not in err, err
     summary = json.loads((out / "summary.json").read_text())
     assert summary["interrupted"] is True and summary["ok"] is False
     assert summary["finished"] == len(summary["runs"]) >= 1
@@ -171,7 +171,7 @@ def test_suite_on_spark(tiny, tmp_path):  # a JVM start and Spark's stop: about 
 
 def assert_sweep_interrupted(out: Path, count: int, code: int, err: str) -> dict[str, Any]:
     assert code == 130, err
-    assert "Traceback" not in err
+    assert "Traceback" not in err, err
     summary = json.loads((out / "summary.json").read_text())
     assert summary["interrupted"] is True and summary["ok"] is False
     assert summary["finished"] == summary["runs"] >= 1
@@ -228,7 +228,7 @@ def test_explore_says_it_was_interrupted(tiny, tmp_path):
     with command(*args) as process:
         code, stdout, err = ctrl_c(process, lambda: time.monotonic() - started > 4)
     assert code == 130, err
-    assert "Traceback" not in err
+    assert "Traceback" not in err, err
     record = json.loads((out / "explore.json").read_text())
     assert record["interrupted"] is True and record["found"] is False
     assert f"interrupted after {record['examples']} examples" in stdout
