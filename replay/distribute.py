@@ -12,12 +12,16 @@ simulation plus its checkers inside one task, and only a small row comes back. S
 - **Progress.** ``collect`` blocks, so it runs in a helper thread under its own job group while
   the caller's thread polls Spark's status tracker and reports finished tasks.
 - **Ctrl-C.** The interrupt lands in the caller's thread, which cancels the job group (Spark
-  interrupts the tasks) and re-raises; earlier calls' results are already the caller's.
+  interrupts the tasks) and re-raises; earlier calls' results are already the caller's. The
+  tasks themselves ignore it (:func:`ignoring_sigint`): in local mode the executors' Python
+  workers are in the terminal's process group, and a task interrupted there fails with a
+  traceback that Spark logs to the terminal.
 """
 
 from __future__ import annotations
 
 import itertools
+import signal
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -31,6 +35,20 @@ R = TypeVar("R")
 TASKS_PER_CORE = 8
 POLL_S = 0.5
 _GROUPS = itertools.count()
+
+
+def ignoring_sigint(fn: Callable[[T], R], item: T) -> R:
+    """``fn(item)`` with SIGINT ignored, for code that runs on an executor. A terminal's Ctrl-C
+    reaches every process of its group, local-mode executors' Python workers included, where it
+    would interrupt the task mid-run; the driver cancels the jobs instead (Spark then kills the
+    worker), and a cluster's executors never see the Ctrl-C at all."""
+    if threading.current_thread() is not threading.main_thread():
+        return fn(item)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return fn(item)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def partitions_for(items: int, parallelism: int) -> int:
@@ -62,7 +80,9 @@ def map_on_spark(
         context.setJobGroup(group, description, interruptOnCancel=True)
         try:
             pairs = context.parallelize(list(enumerate(items)), slices)
-            outcome["rows"] = pairs.map(lambda pair: (pair[0], fn(pair[1]))).collect()
+            outcome["rows"] = pairs.map(
+                lambda pair: (pair[0], ignoring_sigint(fn, pair[1]))
+            ).collect()
         except BaseException as error:  # re-raised in the caller's thread
             outcome["error"] = error
 

@@ -17,14 +17,17 @@ on Spark) needs the same four things, and each is easy to get subtly wrong:
   ``quiet`` (``-q``) raises both to ``ERROR`` and turns the stage progress bar off everywhere.
 - **Clean stop.** ``with spark_session(...)`` cancels running jobs and stops the session on any
   exit, Ctrl-C included, so no JVM is left behind and the caller's ``KeyboardInterrupt`` still
-  propagates (the caller keeps what finished).
+  propagates (the caller keeps what finished). A Ctrl-C while the session starts takes effect
+  once it is up (and is stopped), since PySpark interrupted mid-launch leaves its JVM running.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import threading
 import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -134,6 +137,30 @@ def _log_level(options: SparkOptions) -> str:
     return QUIET_LOG_LEVEL if options.quiet else LOG_LEVEL
 
 
+def _start(builder: SparkSession.Builder) -> SparkSession:
+    """``builder.getOrCreate()`` with Ctrl-C held until the session is up, then stopped and
+    raised. PySpark interrupted while it launches the driver JVM leaves that JVM running after
+    the command exits; holding the Ctrl-C for the few seconds of the start lets the session be
+    stopped. The handler PySpark installs while starting (it cancels the jobs) is kept."""
+    if threading.current_thread() is not threading.main_thread():
+        return builder.getOrCreate()
+    pressed: list[int] = []
+
+    def remember(signum: int, frame: object) -> None:
+        pressed.append(signum)
+
+    previous = signal.signal(signal.SIGINT, remember)
+    try:
+        session = builder.getOrCreate()
+    finally:
+        if signal.getsignal(signal.SIGINT) is remember:
+            signal.signal(signal.SIGINT, previous)
+    if pressed:
+        session.stop()
+        raise KeyboardInterrupt
+    return session
+
+
 @contextlib.contextmanager
 def spark_session(options: SparkOptions, work_dir: Path) -> Iterator[SparkSession]:
     """A started session with the project shipped; always stopped on exit (Ctrl-C included).
@@ -154,7 +181,7 @@ def spark_session(options: SparkOptions, work_dir: Path) -> Iterator[SparkSessio
     builder = SparkSession.builder.master(options.master)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    session = _start(builder)
     context = session.sparkContext
     context.setLogLevel(_log_level(options))
     try:

@@ -47,6 +47,7 @@ from __future__ import annotations
 import concurrent.futures as futures
 import contextlib
 import dataclasses
+import functools
 import gzip
 import io
 import itertools
@@ -62,6 +63,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from replay.distribute import ignoring_sigint
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -294,7 +297,8 @@ class SparkRuns:
             # job groups are thread-local: set in the thread that submits the job
             context.setJobGroup(group, description, interruptOnCancel=True)
             rdd = context.parallelize([task], 1)
-            (packed,) = rdd.map(lambda one: run_in_scratch(run, one)).collect()
+            in_scratch = functools.partial(run_in_scratch, run)
+            (packed,) = rdd.map(lambda one: ignoring_sigint(in_scratch, one)).collect()
             return packed
 
         threads = max(1, min(len(tasks), context.defaultParallelism * JOBS_PER_CORE))

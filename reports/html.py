@@ -699,14 +699,12 @@ def _page(
     failing = [s["scenario"] for s in scenarios if not s.get("ok")]
     failing += [g for g, points in grids.items() if not all(p.get("ok") for p in points)]
     caught = [s["scenario"] for s in scenarios if s.get("ok") and s.get("expected_violations")]
-    verdict = (
-        badge("pass", "every verdict matches its expectation")
-        if ok
-        else badge("fail", f"{len(failing)} scenario(s) NOT as expected")
-    )
-    notes = []
     if summary.get("interrupted"):
-        notes.append('<p class="error">Interrupted: only the runs that finished are reported.</p>')
+        verdict, notes = _interrupted(summary, runs, failing)
+    elif ok:
+        verdict, notes = badge("pass", "every verdict matches its expectation"), []
+    else:
+        verdict, notes = badge("fail", f"{len(failing)} scenario(s) NOT as expected"), []
     seeds = summary.get("seeds")
     grid = sum(1 for r in runs if r.get("grid"))
     lead = (
@@ -732,6 +730,26 @@ def _page(
         body += ["<h2>Headline comparisons</h2>", headline_html]
     body += sections
     return document(title, body)
+
+
+def _interrupted(
+    summary: dict[str, Any], runs: list[dict[str, Any]], failing: list[str]
+) -> tuple[str, list[str]]:
+    """The header of an interrupted suite: an interrupted badge saying how many runs were
+    abandoned (plus a failure badge only if a finished run is not as expected) and a note that
+    only the finished runs are reported."""
+    finished = summary.get("finished", len(runs))
+    abandoned = summary.get("abandoned")
+    lost = f", {abandoned} run(s) abandoned" if abandoned is not None else ""
+    verdict = badge("interrupted", f"interrupted{lost}")
+    if failing:
+        verdict += " " + badge("fail", f"{len(failing)} scenario(s) NOT as expected")
+    note = f"Interrupted (Ctrl-C): only the {finished} run(s) that finished are reported" + (
+        f"; {abandoned} run(s) were abandoned (in flight or not started) and left no folder."
+        if abandoned is not None
+        else "."
+    )
+    return verdict, [f'<p class="interrupted">{escape(note)}</p>']
 
 
 def _legend() -> str:

@@ -31,9 +31,11 @@ BADGES = {
     "caught": "caught as expected",
     "fail": "NOT as expected",
     "error": "error",
+    "interrupted": "interrupted",
 }
 """A verdict's badge text: the real protocol held, a known-bad variant was caught as expected,
-a verdict differs from its expectation, the run itself failed."""
+a verdict differs from its expectation, the run itself failed, the command was interrupted
+(Ctrl-C) and reports only what finished."""
 
 
 def badge(kind: str, text: str | None = None) -> str:
@@ -100,7 +102,7 @@ def write_page(target: Path, page: str) -> Path:
 CSS = """
 :root { --ink:#1f2328; --muted:#5b6470; --line:#d8dee4; --bg:#ffffff; --soft:#f6f8fa;
   --pass:#2f7d4f; --pass-bg:#e8f4ec; --caught:#2b5fa6; --caught-bg:#e7eef9;
-  --fail:#b42318; --fail-bg:#fdecea; }
+  --fail:#b42318; --fail-bg:#fdecea; --warn:#8a5300; --warn-bg:#fdf3e1; }
 * { box-sizing: border-box; }
 body { margin:0; background:var(--soft); color:var(--ink);
   font: 15px/1.5 -apple-system, "Segoe UI", "Helvetica Neue", Arial, sans-serif; }
@@ -118,6 +120,8 @@ a { color: var(--caught); }
 .badge.pass { color: var(--pass); background: var(--pass-bg); }
 .badge.caught { color: var(--caught); background: var(--caught-bg); }
 .badge.fail, .badge.error { color: #fff; background: var(--fail); }
+.badge.interrupted { color: var(--warn); background: var(--warn-bg); }
+.interrupted { color: var(--warn); font-weight: 600; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; margin: 8px 0 12px; }
 th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid var(--line);
   vertical-align: top; }

@@ -62,11 +62,14 @@ def write_sweep_report(
     seeds = summary.get("seeds") or {}
     failing = list(summary.get("failing") or [])
     ok = bool(summary.get("ok"))
-    verdict = (
-        badge("pass", "every seed as expected")
-        if ok
-        else badge("fail", f"{len(failing)} seed(s) NOT as expected")
-    )
+    if summary.get("interrupted"):
+        verdict = badge("interrupted", _interrupted_badge(summary, len(rows)))
+        if failing:
+            verdict += " " + badge("fail", f"{len(failing)} seed(s) NOT as expected")
+    elif ok:
+        verdict = badge("pass", "every seed as expected")
+    else:
+        verdict = badge("fail", f"{len(failing)} seed(s) NOT as expected")
     expected = ", ".join(summary.get("expected_violations") or []) or "none"
     lead = (
         f"Seeds {seeds.get('first')} to {seeds.get('last')} ({len(rows)} of {seeds.get('count')} "
@@ -80,13 +83,25 @@ def write_sweep_report(
         f'<p class="muted">Scenario: <code>{escape(str(summary.get("source", "")))}</code></p>',
     ]
     if summary.get("interrupted"):
-        body.append('<p class="error">Interrupted: only the seeds that finished are reported.</p>')
+        body.append(
+            '<p class="interrupted">Interrupted (Ctrl-C): only the seeds that finished are '
+            "reported.</p>"
+        )
     body.append("</header>")
     body += ["<h2>Across seeds</h2>", *(img(f, out_dir) for f in figures)]
     body += [f'<p class="error">plot failed: {escape(e)}</p>' for e in errors]
     body += ["<h2>Metric percentiles</h2>", _percentile_table(summary.get("metrics") or {})]
     body += [f"<h2>Seeds not as expected ({len(failing)})</h2>", _failing_table(rows, failing)]
     return write_page(out_dir / "report.html", document(title, body))
+
+
+def _interrupted_badge(summary: dict[str, Any], rows: int) -> str:
+    """``interrupted, N seed(s) not run`` (the count is absent from older summaries)."""
+    abandoned = summary.get("abandoned")
+    if abandoned is None:
+        count = (summary.get("seeds") or {}).get("count")
+        abandoned = count - rows if isinstance(count, int) else None
+    return "interrupted" + (f", {abandoned} seed(s) not run" if abandoned is not None else "")
 
 
 def _engine(engine: str | None) -> str:

@@ -6,6 +6,8 @@ one clear line on stderr and exit with code 2; anything else is a bug and shows 
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -567,7 +569,11 @@ def explore(
     finally:
         if status is not None:
             status.close()
-    counterexample = search.write_result(result, target, seed=search_seed)
+    try:
+        counterexample = search.write_result(result, target, seed=search_seed)
+    except KeyboardInterrupt:  # while the counterexample's replay was being checked
+        result = dataclasses.replace(result, interrupted=True)
+        counterexample = search.write_interrupted_result(result, target, seed=search_seed)
     for line in search.report_lines(result, counterexample, target):
         click.echo(line)
     if result.interrupted:
@@ -709,6 +715,7 @@ def suite(
     _claim(target, force)
     label = f"suite {chosen.name}" + (f" (spark {master})" if master else "")
     bar = None if quiet else _CountBar(label, "runs")
+    outcome = None
     try:
         with _suite_engine(options, label) as engine:
             outcome = suites.run_suite(
@@ -720,9 +727,11 @@ def suite(
                 progress=bar and (lambda done, total, _row: bar.update(done, total)),
                 engine=engine,
             )
-    except KeyboardInterrupt:  # before any run started (Spark starting) or while reporting
-        click.echo("interrupted", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt:  # run_suite handles its own; this one came outside it
+        if outcome is None:  # Spark was starting: no run started, nothing was written
+            click.echo("interrupted before any run started: nothing ran", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        # Spark was stopping after the suite ended: its summary stands
     finally:
         if bar is not None:
             bar.close()
@@ -809,12 +818,13 @@ def sweep(
     <out>/sweep.parquet/part-*.parquet, and <out>/summary.json counts violations per invariant,
     gives metric distributions and lists every seed whose verdicts differ from the scenario's
     [expect] with the command that replays it. The engine never changes a verdict: --no-spark,
-    local[1], local[2] and a cluster give the same rows. Ctrl-C keeps the finished chunks.
+    local[1], local[2] and a cluster give the same rows. Ctrl-C keeps the seeds that finished
+    (summary.json and report.html say interrupted, with the seeds finished and not run).
     Exit code 0 when every seed is as expected, 1 when not, 2 on bad input, 130 interrupted.
     """
     from replay.session import SparkConfError, SparkOptions, parse_conf
     from scenarios.schema import ScenarioError, load_scenario
-    from testbed.sweep import run_here, run_sweep
+    from testbed.sweep import run_sweep
 
     source = Path(scenario_file)
     if not source.is_file():
@@ -831,28 +841,35 @@ def sweep(
     _claim(target, force)
     engine = "none" if options is None else f"spark {options.master}"
     bar = None if quiet else _CountBar(f"sweeping {scenario.scenario.name} ({engine})", "seeds")
+    result = None
     try:
-        if options is None:
+        with _sweep_runner(options, engine) as runner:
             result = run_sweep(
                 scenario,
                 source,
                 bounds,
                 target,
-                run_here,
+                runner,
                 engine=engine,
                 on_progress=bar and bar.update,
             )
-        else:
-            result = _sweep_on_spark(scenario, source, bounds, target, options, engine, bar)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # run_sweep handles its own; this one came outside it
+        if result is None:  # Spark was starting: no seed ran, nothing was written
+            click.echo("interrupted before any seed ran: nothing ran", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        # Spark was stopping after the sweep ended: its summary stands
+    finally:
         if bar is not None:
             bar.close()
-        click.echo(f"interrupted: finished seeds kept in {target}", err=True)
-        _echo_sweep_report(target, err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    if bar is not None:
-        bar.close()
     _print_sweep_summary(result.summary, target)
+    if result.interrupted:
+        summary = result.summary
+        click.echo(
+            f"interrupted: {summary['finished']} of {summary['seeds']['count']} seeds finished "
+            f"(kept in {target}), {summary['abandoned']} not run",
+            err=True,
+        )
+        sys.exit(EXIT_INTERRUPTED)
     sys.exit(0 if result.ok else 1)
 
 
@@ -883,7 +900,7 @@ def verify(
     records the history's completed checkpoints cover, merged by the table's rule) and reports
     lost keys, extra keys, duplicated keys and wrong versions, with counts and examples. No
     record is collected to the driver, so it scales with the cluster. Exit code 0 when the data
-    matches, 1 when it is damaged, 2 on bad input.
+    matches, 1 when it is damaged, 2 on bad input, 130 when interrupted (nothing is written).
     """
     import tempfile
 
@@ -898,23 +915,34 @@ def verify(
         raise UserError(str(err)) from None
     except (NotAHudiTableError, CorruptTableError) as err:
         raise UserError(f"{path}: {err}") from None
-    with (
-        tempfile.TemporaryDirectory(prefix="testbed-verify-") as work,
-        spark_session(options, Path(work)) as spark,
-    ):
-        try:
-            report = verify_table(spark, target, Path(work))
-        except VerifyInputError as err:
-            raise UserError(str(err)) from None
-        except (NotAHudiTableError, CorruptTableError) as err:
-            raise UserError(f"{target.table_root}: {err}") from None
+    report = None
+    try:
+        with (
+            tempfile.TemporaryDirectory(prefix="testbed-verify-") as work,
+            spark_session(options, Path(work)) as spark,
+        ):
+            try:
+                report = verify_table(spark, target, Path(work))
+            except VerifyInputError as err:
+                raise UserError(str(err)) from None
+            except (NotAHudiTableError, CorruptTableError) as err:
+                raise UserError(f"{target.table_root}: {err}") from None
+    except KeyboardInterrupt:
+        if report is None:  # nothing is written: a verify.json of an earlier run stays as it was
+            click.echo("interrupted: nothing verified, nothing written", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        # Spark was stopping after the verification ended: the report stands
     report["engine"] = f"spark {options.master}"
     for line in describe(report):
         click.echo(line)
     run_folder = target.table_root != Path(path)
     dest = Path(out) if out else (Path(path) / "verify.json" if run_folder else None)
     if dest is not None:
-        dest.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        from testbed.atomic import write_text_atomic
+        from testbed.interrupt import sigint_held
+
+        with sigint_held():  # the report is complete: a Ctrl-C now does not cut its file short
+            write_text_atomic(dest, json.dumps(report, indent=2, sort_keys=True) + "\n")
         click.echo(f"report: {dest}")
     sys.exit(0 if report["ok"] else 1)
 
@@ -959,12 +987,20 @@ def _quiet() -> bool:
     return bool(click.get_current_context().params.get("quiet", False))
 
 
-def _sweep_on_spark(scenario, source, bounds, target, options, engine, bar):
+@contextlib.contextmanager
+def _sweep_runner(options, engine: str):
+    """The runner of a sweep's chunks: this process (``options`` None), or a Spark session's
+    (stopped when the block ends)."""
+    from testbed.sweep import run_here
+
+    if options is None:
+        yield run_here
+        return
     import tempfile
 
     from replay.distribute import map_on_spark
     from replay.session import spark_session
-    from testbed.sweep import evaluate_seed, run_sweep
+    from testbed.sweep import evaluate_seed
 
     with (
         tempfile.TemporaryDirectory(prefix="testbed-spark-") as work,
@@ -976,15 +1012,7 @@ def _sweep_on_spark(scenario, source, bounds, target, options, engine, bar):
                 spark, evaluate_seed, tasks, on_progress=on_progress, description=engine
             )
 
-        return run_sweep(
-            scenario,
-            source,
-            bounds,
-            target,
-            on_spark,
-            engine=engine,
-            on_progress=bar and bar.update,
-        )
+        yield on_spark
 
 
 class _CountBar(_StderrBar):
@@ -1017,11 +1045,13 @@ def _print_sweep_summary(summary: dict, target: Path) -> None:
     _echo_sweep_report(target)
 
 
-def _echo_sweep_report(target: Path, err: bool = False) -> None:
+def _echo_sweep_report(target: Path) -> None:
     if (target / "report.html").is_file():
-        click.echo(f"report: {target / 'report.html'}", err=err)
+        click.echo(f"report: {target / 'report.html'}")
     elif (target / "report_error.txt").is_file():
-        click.echo(f"report.html not written: see {target / 'report_error.txt'}", err=err)
+        click.echo(f"report.html not written: see {target / 'report_error.txt'}")
+    else:
+        click.echo("report.html not written: interrupted while writing it")
 
 
 if __name__ == "__main__":  # pragma: no cover

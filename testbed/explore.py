@@ -41,6 +41,7 @@ from invariants.checks import CHECKERS
 from scenarios.schema import Scenario, fault_targets, load_scenario, resolved_toml
 from scenarios.schema import scenario_from_dict as validate_scenario
 from testbed.atomic import staged_folder
+from testbed.interrupt import sigint_held
 from testbed.run import simulate_and_check
 
 RANDOM_RATES = (
@@ -609,23 +610,39 @@ def default_out(scenario: Scenario, seed: int) -> Path:
     return Path("runs") / f"{scenario.scenario.name}-explore-seed{seed}"
 
 
-def write_result(result: ExploreResult, out: Path, *, seed: int) -> Path | None:
+def write_result(
+    result: ExploreResult, out: Path, *, seed: int, check_replay: bool = True
+) -> Path | None:
     """Write ``explore.json`` (and ``counterexample.toml`` if something was found) to ``out``,
     through a temporary folder renamed at the end; return the counterexample's path.
 
     The counterexample is replayed from the written file before anything is kept: a file that
-    did not reproduce its run would be a testbed bug, raised as RuntimeError.
+    did not reproduce its run would be a testbed bug, raised as RuntimeError. With
+    ``check_replay`` false (Ctrl-C during that replay) it is kept unchecked, and
+    ``explore.json`` says so (``"replay_checked": false``).
     """
     path = None
+    checked = False
     with staged_folder(out, "explore") as staging:
         if result.scenario is not None and result.outcome is not None:
             (staging / "counterexample.toml").write_text(resolved_toml(result.scenario))
-            if not result.outcome.error:
+            if check_replay and not result.outcome.error:
                 _check_replay(staging / "counterexample.toml", result.outcome)
+                checked = True
             path = out / "counterexample.toml"
         summary = summarize(result, seed=seed, counterexample=path)
+        if path is not None:
+            summary["replay_checked"] = checked
         (staging / "explore.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return path
+
+
+def write_interrupted_result(result: ExploreResult, out: Path, *, seed: int) -> Path | None:
+    """:func:`write_result` for a Ctrl-C that arrived while the result was being written: the
+    result is marked interrupted and written again without replaying the counterexample, with
+    SIGINT held, so ``explore.json`` exists and says ``"interrupted": true``."""
+    with sigint_held():
+        return write_result(replace(result, interrupted=True), out, seed=seed, check_replay=False)
 
 
 def _check_replay(path: Path, expected: Outcome) -> None:
@@ -786,5 +803,6 @@ __all__ = [
     "report_lines",
     "run_candidate",
     "summarize",
+    "write_interrupted_result",
     "write_result",
 ]

@@ -16,11 +16,18 @@ folder:
 Runs are independent and deterministic, so the verdicts, digests and counterexamples do not
 depend on ``--workers``, ``--master`` or completion order; rows are written in suite order, then
 seed. Only ``wall_s`` varies. A run that raises is recorded as that run's error and the others go
-on; Ctrl-C keeps what finished (``"interrupted": true``).
+on.
+
+Ctrl-C keeps what finished and says what did not: the runs in flight are stopped (worker
+processes terminated and joined, Spark jobs cancelled) before the command exits, so nothing lands
+afterwards; the folder of every run that did not finish is removed, so ``runs/`` holds exactly
+the finished runs, each with its ``result.json``; and ``summary.json`` and ``report.html`` are
+written from the finished runs with ``"interrupted": true``. A Ctrl-C while those two are being
+written still leaves a ``summary.json`` saying ``"interrupted": true`` (and no report).
 
 ``summary.json``::
 
-    {"suite", "description", "seeds", "ok", "interrupted",
+    {"suite", "description", "seeds", "ok", "interrupted", "finished", "abandoned",
      "runs": [{"scenario", "description", "seed", "run_dir" (relative to the suite folder), "ok",
                "expected_violations", "violated", "error", "replay", "wall_s", "metrics", "grid",
                "params", "expect", "may_violate", "digest", "counterexample"}],
@@ -30,7 +37,9 @@ on; Ctrl-C keeps what finished (``"interrupted": true``).
 ``expect`` is the expectation mode (``exact``; a grid point may have ``any-of`` or
 ``unchecked``, see :mod:`scenarios.suites`), ``expected_violations`` what must be violated and
 ``may_violate`` what may be; ``counterexample`` is the path of a caught run's
-``counterexample.toml`` relative to the suite folder, or null.
+``counterexample.toml`` relative to the suite folder, or null. ``finished`` is the number of
+``runs``; ``abandoned`` the planned runs that did not finish (in flight at Ctrl-C, or never
+started): 0 unless ``interrupted``. ``ok`` is false when interrupted.
 """
 
 from __future__ import annotations
@@ -51,6 +60,7 @@ from typing import Any
 from scenarios.schema import Scenario, ScenarioError, resolved_toml, scenario_from_dict
 from scenarios.suites import Expectation, Suite, SuiteBook, files_suite, load_suites
 from testbed.atomic import staging_path, write_text_atomic
+from testbed.interrupt import remove_files, sigint_held
 from testbed.outputs import inside, write_marker
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -272,7 +282,12 @@ def run_suite(
     """Run ``suite`` into ``out`` and write ``summary.json``, ``summary.parquet`` and the
     report. ``workers`` 1 runs everything in this process (``runner`` is called directly);
     more run in that many worker processes; an ``engine`` (Spark) replaces both, and a run it
-    lost is recorded as that run's error. Ctrl-C stops the suite and keeps what finished."""
+    lost is recorded as that run's error.
+
+    Ctrl-C stops the suite: the runs in flight are abandoned (their workers stopped and joined,
+    or their Spark jobs cancelled, before this returns), every run folder of a run that did not
+    finish is removed, so the folders under ``runs/`` are exactly the finished runs, and the
+    summary and report are written from those (``"interrupted": true``)."""
     out.mkdir(parents=True, exist_ok=True)
     write_marker(out, "suite")
     tasks = plan_runs(suite, out, seeds=seeds, minimize_runs=minimize_runs)
@@ -300,15 +315,54 @@ def run_suite(
             _run_in_pool(tasks, workers, runner, finished)
     except KeyboardInterrupt:
         interrupted = True
-    summary = summarize(suite, seeds or 1, [rows[i] for i in sorted(rows)], interrupted)
-    write_summary(out, summary)
+        with sigint_held():  # a second Ctrl-C must not leave half of the clean-up
+            _discard_unfinished(tasks, rows)
+    return conclude(
+        suite, out, seeds or 1, [rows[i] for i in sorted(rows)], len(tasks), interrupted
+    )
+
+
+def _discard_unfinished(tasks: list[RunTask], rows: dict[int, dict[str, Any]]) -> None:
+    """Remove the run folder (and its staging folder) of every task without a row: a run that
+    was in flight, or one that never started and whose folder is left from an earlier suite
+    run. Called once nothing runs any more, so nothing writes there again."""
+    for task in tasks:
+        if task.index not in rows:
+            shutil.rmtree(staging_path(task.run_dir), ignore_errors=True)
+            shutil.rmtree(task.run_dir, ignore_errors=True)
+
+
+def conclude(
+    suite: Suite,
+    out: Path,
+    seeds: int,
+    rows: list[dict[str, Any]],
+    planned: int,
+    interrupted: bool,
+) -> SuiteOutcome:
+    """Write ``summary.json``, ``summary.parquet`` and ``report.html`` from the finished runs'
+    ``rows`` (in suite order) of the ``planned`` runs.
+
+    Ctrl-C while they are written stops the report: the summary is written again (with SIGINT
+    held) saying ``"interrupted": true``, and no report is left, neither half of one nor the
+    one of an earlier suite run, which would contradict it."""
+    summary = summarize(suite, seeds, rows, interrupted, planned=planned)
     outcome = SuiteOutcome(out, summary)
     try:
-        from reports.html import write_report
+        write_summary(out, summary)
+        try:
+            from reports.html import write_report
 
-        outcome.report = write_report(out)
-    except Exception as error:  # the verdicts are written; say why the report is not
-        outcome.report_error = f"{type(error).__name__}: {error}"
+            outcome.report = write_report(out)
+        except Exception as error:  # the verdicts are written; say why the report is not
+            outcome.report_error = f"{type(error).__name__}: {error}"
+    except KeyboardInterrupt:
+        summary = summarize(suite, seeds, rows, True, planned=planned)
+        with sigint_held():
+            write_summary(out, summary)
+            report = out / "report.html"
+            remove_files([report, staging_path(report)])
+        outcome = SuiteOutcome(out, summary, report_error="interrupted while writing the report")
     return outcome
 
 
@@ -324,6 +378,8 @@ def _run_in_pool(
     runner: Callable[[RunTask], dict[str, Any]],
     finished: Callable[[dict[str, Any], int], None],
 ) -> None:
+    """Run the tasks in ``workers`` processes, calling ``finished`` in task order among those
+    that end together. On Ctrl-C the workers are stopped and joined before it is re-raised."""
     # forkserver: workers fork from a clean server that preloaded the simulator, not from this
     # process and its threads (the progress bar's)
     context = multiprocessing.get_context("forkserver")
@@ -341,34 +397,46 @@ def _run_in_pool(
                     row = _row(task, f"worker failed: {type(error).__name__}: {error}")
                 finished(row, task.index)
     except KeyboardInterrupt:
-        _stop(executor)
-        for task in pending.values():
-            shutil.rmtree(staging_path(task.run_dir), ignore_errors=True)
+        with sigint_held():
+            _stop(executor)
         raise
     executor.shutdown(wait=True)
 
 
+STOP_WAIT_S = 5.0
+"""How long a terminated worker may take to exit before it is killed."""
+
+
 def _stop(executor: futures.ProcessPoolExecutor) -> None:
-    """Cancel what has not started and end the workers now (a run can take a minute)."""
-    executor.shutdown(wait=False, cancel_futures=True)
-    terminate = getattr(executor, "terminate_workers", None)  # Python >= 3.14
-    if terminate is not None:
-        terminate()
-        return
+    """Cancel what has not started and end the workers now (a run can take a minute): each is
+    terminated, then joined (killed if it does not exit within ``STOP_WAIT_S``), so no run
+    writes anything once this returns. The processes are taken before ``shutdown``, which
+    forgets them."""
     processes = list((getattr(executor, "_processes", None) or {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
     for process in processes:
-        process.terminate()
+        if process.is_alive():
+            process.terminate()
     for process in processes:
-        process.join(timeout=5)
+        process.join(timeout=STOP_WAIT_S)
+        if process.is_alive():
+            process.kill()
+            process.join()
 
 
 # --- summary.json, summary.parquet ------------------------------------------------------------------
 
 
 def summarize(
-    suite: Suite, seeds: int, rows: list[dict[str, Any]], interrupted: bool
+    suite: Suite,
+    seeds: int,
+    rows: list[dict[str, Any]],
+    interrupted: bool,
+    *,
+    planned: int | None = None,
 ) -> dict[str, Any]:
-    """``summary.json`` from the finished runs' rows (in suite order)."""
+    """``summary.json`` from the finished runs' rows (in suite order) of ``planned`` runs
+    (default: as many as finished)."""
     scenarios: dict[str, dict[str, Any]] = {}
     for row in rows:
         entry = scenarios.setdefault(
@@ -398,6 +466,8 @@ def summarize(
         "seeds": seeds,
         "ok": not interrupted and all(row["ok"] for row in rows),
         "interrupted": interrupted,
+        "finished": len(rows),
+        "abandoned": max(0, (len(rows) if planned is None else planned) - len(rows)),
         "runs": rows,
         "scenarios": list(scenarios.values()),
     }
@@ -562,8 +632,13 @@ def report_lines(outcome: SuiteOutcome) -> list[str]:
             lines.append(f"  {row['scenario']}: {out / row['counterexample']}")
     total = len(summary["runs"])
     good = sum(row["ok"] for row in summary["runs"])
-    state = "interrupted: " if summary["interrupted"] else ""
-    lines.append(f"{state}{good}/{total} runs as expected")
+    if summary["interrupted"]:
+        abandoned = summary.get("abandoned", 0)
+        lines.append(
+            f"interrupted: {good}/{total} finished runs as expected, {abandoned} run(s) abandoned"
+        )
+    else:
+        lines.append(f"{good}/{total} runs as expected")
     lines.append(f"summary: {out / 'summary.json'} (and summary.parquet)")
     if outcome.report is not None:
         lines.append(f"report: {outcome.report}")

@@ -5,6 +5,23 @@ comes back (verdicts, the digest, key metrics). Rows are written in chunks to
 ``sweep.parquet/part-NNNNN.parquet`` as each chunk of seeds finishes, so Ctrl-C or a lost cluster
 keeps every finished chunk; ``summary.json`` is rewritten (atomically) after each chunk.
 
+Ctrl-C keeps what finished and says what did not: the finished chunks stay (and, without Spark,
+the finished seeds of the chunk in progress, as one more part; a Spark job's results arrive all
+at once, so its chunk in progress is lost), the Spark jobs are cancelled before the command
+exits, and ``summary.json`` and ``report.html`` are written from the finished seeds with
+``"interrupted": true``. A Ctrl-C while those two are being written still leaves a
+``summary.json`` saying ``"interrupted": true`` (and no report).
+
+``summary.json`` (a public contract: fields are only ever added)::
+
+    {"scenario", "source", "engine", "seeds": {"first", "last", "count"}, "runs", "interrupted",
+     "finished", "abandoned", "ok", "expected_violations", "as_expected", "errors",
+     "violations": {invariant: seeds}, "failing": [{"seed", "violated", "error", "replay"}],
+     "metrics": {column: {"min", "p50", "p90", "max", "mean"}}}
+
+``runs`` and ``finished`` are the seeds that ran (rows in ``sweep.parquet/``), ``abandoned`` the
+seeds of the range that did not (0 unless ``interrupted``); ``ok`` is false when interrupted.
+
 The engine never changes a verdict: a seed's simulation depends on the scenario and the seed only,
 so ``--master local[1]``, ``local[2]``, a cluster and ``--no-spark`` give the same rows (only
 ``wall_s`` differs), which the tests check.
@@ -28,7 +45,8 @@ import pyarrow.parquet as pq
 
 from reports.metrics import nearest_rank
 from scenarios.schema import Scenario, parse_scenario
-from testbed.atomic import write_text_atomic
+from testbed.atomic import staging_path, write_text_atomic
+from testbed.interrupt import remove_files, sigint_held
 from testbed.outputs import write_marker
 from testbed.run import result_json, simulate_and_check
 
@@ -135,13 +153,26 @@ Runner = Callable[[list[SeedTask], Callable[[int, int], None] | None], list[dict
 """Runs one chunk of seeds and returns their rows in order (Spark or this process)."""
 
 
+class ChunkInterrupted(KeyboardInterrupt):
+    """Ctrl-C inside a chunk, raised by a runner that knows which of its seeds finished:
+    ``rows`` are theirs, in order (a Spark job's results arrive all at once, so it has none)."""
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        super().__init__()
+        self.rows = rows
+
+
 def run_here(tasks: list[SeedTask], on_progress: Callable[[int, int], None] | None) -> list[dict]:
-    """The engine-free reference: every seed in this process, one after the other."""
-    rows = []
-    for done, task in enumerate(tasks, start=1):
-        rows.append(evaluate_seed(task))
-        if on_progress is not None:
-            on_progress(done, len(tasks))
+    """The engine-free reference: every seed in this process, one after the other. Ctrl-C
+    raises :class:`ChunkInterrupted` with the rows of the seeds that finished."""
+    rows: list[dict[str, Any]] = []
+    try:
+        for done, task in enumerate(tasks, start=1):
+            rows.append(evaluate_seed(task))
+            if on_progress is not None:
+                on_progress(done, len(tasks))
+    except KeyboardInterrupt:
+        raise ChunkInterrupted(rows) from None
     return rows
 
 
@@ -153,6 +184,10 @@ class SweepResult:
     @property
     def ok(self) -> bool:
         return bool(self.summary["ok"])
+
+    @property
+    def interrupted(self) -> bool:
+        return bool(self.summary["interrupted"])
 
 
 def chunks(first: int, last: int, size: int) -> Iterator[range]:
@@ -173,8 +208,10 @@ def run_sweep(
 ) -> SweepResult:
     """Sweep seeds ``first..last`` (inclusive) of ``scenario`` into ``out``; ``out`` is replaced.
 
-    ``on_progress(done_seeds, total_seeds)``. A ``KeyboardInterrupt`` propagates after the summary
-    of the finished chunks is written (``"interrupted": true``).
+    ``on_progress(done_seeds, total_seeds)``. Ctrl-C stops the sweep and returns normally: the
+    finished chunks are kept, and so are the finished seeds of the interrupted chunk when the
+    runner names them (:class:`ChunkInterrupted`); the summary and report are written from
+    those with ``"interrupted": true`` (:attr:`SweepResult.interrupted`).
     """
     first, last = seeds
     text = source.read_text(encoding="utf-8")
@@ -186,15 +223,18 @@ def run_sweep(
     total = last - first + 1
     done_rows: list[pa.Table] = []  # the finished chunks, as written
 
-    def save_summary(*, interrupted: bool) -> dict[str, Any]:
+    def summary_of(interrupted: bool) -> dict[str, Any]:
         rows = pa.concat_tables(done_rows) if done_rows else ROW_SCHEMA.empty_table()
-        summary = summarize(rows, scenario, source, seeds, engine, interrupted=interrupted)
-        write_text_atomic(
-            out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n"
-        )
-        return summary
+        return summarize(rows, scenario, source, seeds, engine, interrupted=interrupted)
 
-    summary = save_summary(interrupted=False)
+    def keep(index: int, rows: list[dict[str, Any]]) -> None:
+        with sigint_held():  # a part on disk is always counted in done_rows, and back
+            chunk = pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+            _write_part(chunk, parts / f"part-{index:05d}.parquet")
+            done_rows.append(chunk)
+
+    _write_summary(out, summary_of(False))
+    interrupted = False
     try:
         for index, seed_range in enumerate(chunks(first, last, chunk_seeds)):
             tasks = [SeedTask(text, str(source), seed) for seed in seed_range]
@@ -204,15 +244,59 @@ def run_sweep(
                 if on_progress is not None:
                     on_progress(base + math.floor(size * done / max(of, 1)), total)
 
-            chunk = pa.Table.from_pylist(runner(tasks, chunk_progress), schema=ROW_SCHEMA)
-            pq.write_table(chunk, parts / f"part-{index:05d}.parquet")
-            done_rows.append(chunk)
-            summary = save_summary(interrupted=False)
+            try:
+                rows = runner(tasks, chunk_progress)
+            except ChunkInterrupted as stop:
+                if stop.rows:
+                    keep(index, stop.rows)
+                raise
+            keep(index, rows)
+            _write_summary(out, summary_of(False))
     except KeyboardInterrupt:
-        write_report(out, done_rows, save_summary(interrupted=True), scenario)
-        raise
-    write_report(out, done_rows, summary, scenario)
+        interrupted = True
+    summary = conclude(out, done_rows, summary_of, scenario, interrupted=interrupted)
     return SweepResult(out, summary)
+
+
+def conclude(
+    out: Path,
+    done_rows: list[pa.Table],
+    summary_of: Callable[[bool], dict[str, Any]],
+    scenario: Scenario,
+    *,
+    interrupted: bool,
+) -> dict[str, Any]:
+    """Write the final ``summary.json`` (``summary_of(interrupted)``) and the report from the
+    finished rows; return the summary. Ctrl-C while they are written stops the report: the
+    summary is written again with SIGINT held, saying ``"interrupted": true``, and no report is
+    left behind (neither half of one nor one that says the sweep was not interrupted)."""
+    summary = summary_of(interrupted)
+    try:
+        _write_summary(out, summary)
+        write_report(out, done_rows, summary, scenario)
+    except KeyboardInterrupt:
+        summary = summary_of(True)
+        with sigint_held():
+            _write_summary(out, summary)
+            report = out / "report.html"
+            remove_files([report, staging_path(report)])
+    return summary
+
+
+def _write_summary(out: Path, summary: dict[str, Any]) -> None:
+    write_text_atomic(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
+
+
+def _write_part(chunk: pa.Table, path: Path) -> None:
+    """One parquet part, written under a staging name and renamed: a reader of
+    ``sweep.parquet/`` never sees half a part."""
+    staging = staging_path(path)
+    try:
+        pq.write_table(chunk, staging)
+        staging.replace(path)
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        raise
 
 
 def write_report(
@@ -290,6 +374,8 @@ def summarize(
         "seeds": {"first": seeds[0], "last": seeds[1], "count": seeds[1] - seeds[0] + 1},
         "runs": len(data),
         "interrupted": interrupted,
+        "finished": len(data),
+        "abandoned": seeds[1] - seeds[0] + 1 - len(data),
         "ok": not failing and not interrupted and len(data) == seeds[1] - seeds[0] + 1,
         "expected_violations": list(scenario.expect.violations),
         "as_expected": len(data) - len(failing),

@@ -109,18 +109,20 @@ def test_ctrl_c_keeps_the_finished_chunks(small, tmp_path):
             raise KeyboardInterrupt
         return run_here(tasks, on_progress)
 
-    with pytest.raises(KeyboardInterrupt):
-        run_sweep(
-            load_scenario(small),
-            small,
-            (1, 4),
-            tmp_path / "out",
-            interrupted_on_second_chunk,
-            engine="none",
-            chunk_seeds=2,
-        )
+    result = run_sweep(
+        load_scenario(small),
+        small,
+        (1, 4),
+        tmp_path / "out",
+        interrupted_on_second_chunk,
+        engine="none",
+        chunk_seeds=2,
+    )
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert result.interrupted and summary == result.summary
     assert summary["interrupted"] and not summary["ok"] and summary["runs"] == 2
+    assert (summary["finished"], summary["abandoned"]) == (2, 2)
+    assert read_rows(tmp_path / "out").column("seed").to_pylist() == [1, 2]
 
 
 def test_a_crashing_seed_becomes_an_error_row(small, tmp_path, monkeypatch):
