@@ -26,6 +26,7 @@ from click.testing import CliRunner
 
 from testbed import explore as explore_module
 from testbed.cli import main
+from testbed.outputs import MARKER
 
 TINY = """\
 [scenario]
@@ -232,7 +233,7 @@ def test_explore_says_it_was_interrupted(tiny, tmp_path):
     record = json.loads((out / "explore.json").read_text())
     assert record["interrupted"] is True and record["found"] is False
     assert f"interrupted after {record['examples']} examples" in stdout
-    assert sorted(p.name for p in out.iterdir()) == ["explore.json"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "explore.json"]
     assert not list(tmp_path.rglob("*.partial"))
     assert_quiet_after_exit(out)
 

@@ -2,7 +2,7 @@
 one ends in exit 0 with the right answer or exit 2 with one ``error:`` line (``check``: exit 1
 with the finding), and nothing outside the output folder, or in a folder the testbed did not
 write, is touched. Interrupted runs (Ctrl-C) have their own subprocess tests in
-``test_interrupts.py``; inspect's exit code in a loop is ``test_exit_codes.py``."""
+``test_ctrl_c.py``; inspect's exit code in a loop is ``test_exit_codes.py``."""
 
 from __future__ import annotations
 
