@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -297,18 +297,27 @@ def table_rows(spark: SparkSession, table_root: Path, schema: pa.Schema) -> tupl
 
 
 def verify(
-    spark: SparkSession, target: Target, work_dir: Path, *, examples: int = EXAMPLES
+    spark: SparkSession,
+    target: Target,
+    work_dir: Path,
+    *,
+    examples: int = EXAMPLES,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Compare the table with its ledger on Spark; the report ``verify.json`` carries.
+    ``progress(step)`` hears each step (for a status line).
 
     ``work_dir`` is kept for callers that pass one (the model no longer goes through files)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     del work_dir
+    say = progress or (lambda step: None)
     key = RECORD_KEY_FIELD
+    say("reading the ledger from the history")
     ledger = load_ledger(target.history) if target.history is not None else None
     schema = model_schema(ledger) if ledger is not None else None
+    say("listing the table's file groups")
     rows, file_groups = table_rows(spark, target.table_root, output_schema(schema))
     columns = [n for n in (schema.names if schema is not None else ()) if n != key]
     # per key: how many live rows, and the smallest copy's columns (deterministic)
@@ -339,6 +348,7 @@ def verify(
         *[flag.alias(kind) for kind, flag in flags.items()],
     ).persist(StorageLevel.MEMORY_AND_DISK)
     try:
+        say(f"reading {file_groups} file groups and joining them with the ledger's model")
         totals = narrow.agg(
             F.coalesce(F.sum(_COPIES), F.lit(0)).alias("table"),
             F.sum(F.col(_IN_MODEL).cast("long")).alias("model"),
@@ -357,6 +367,8 @@ def verify(
         for kind in DAMAGE:
             if kind in flags:
                 count = int(totals[kind] or 0)
+                if count:
+                    say(f"collecting examples of {kind.replace('_', ' ')} keys")
                 report[kind] = {
                     "count": count,
                     "examples": _examples(narrow, kind, count, examples),

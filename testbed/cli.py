@@ -890,8 +890,14 @@ def sweep(
     type=click.Path(dir_okay=False),
     help="Write the report as JSON here too (default: RUN_DIR/verify.json for a run folder).",
 )
+@click.option("--quiet", "-q", is_flag=True, help="No progress line, only Spark's errors.")
 def verify(
-    path: str, ledger: str | None, master: str | None, conf: tuple[str, ...], out: str | None
+    path: str,
+    ledger: str | None,
+    master: str | None,
+    conf: tuple[str, ...],
+    out: str | None,
+    quiet: bool,
 ) -> None:
     """Verify the data of a table written by the testbed, on Spark.
 
@@ -922,7 +928,7 @@ def verify(
             spark_session(options, Path(work)) as spark,
         ):
             try:
-                report = verify_table(spark, target, Path(work))
+                report = _verify_with_status(verify_table, spark, target, Path(work), quiet)
             except VerifyInputError as err:
                 raise UserError(str(err)) from None
             except (NotAHudiTableError, CorruptTableError) as err:
@@ -975,6 +981,17 @@ def bench(quick: bool, only: str | None, repeats: int | None, out: str | None) -
     except BenchUsageError as err:
         raise UserError(str(err)) from None
     sys.exit(1 if results["errors"] else 0)
+
+
+def _verify_with_status(verify_table, spark, target, work: Path, quiet: bool) -> dict:
+    """``verify_table`` with its steps on a status line (a terminal only, and not with -q)."""
+    if quiet or not sys.stderr.isatty():
+        return verify_table(spark, target, work)
+    status = _StepLine(f"verifying {target.table_root}")
+    try:
+        return verify_table(spark, target, work, progress=status.update)
+    finally:
+        status.close()
 
 
 def _spark_args(master: str | None, conf: tuple[tuple[str, str], ...]) -> dict:

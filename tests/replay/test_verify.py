@@ -110,6 +110,19 @@ def test_cli_an_intact_run_matches_its_ledger_and_hudi_rs(run_dir, tmp_path):
         assert report[kind] == {"count": 0, "examples": []}
 
 
+def test_verify_reports_each_step_to_its_progress(spark, run_dir):
+    steps: list[str] = []
+    target = resolve_target(run_dir, None)
+    report = verify_table(spark, target, run_dir.parent / "work", progress=steps.append)
+    assert report["ok"]
+    assert steps[:3] == [
+        "reading the ledger from the history",
+        "listing the table's file groups",
+        f"reading {report['file_groups']} file groups and joining them with the ledger's model",
+    ]
+    assert steps[3:] == []  # nothing is damaged: no examples to collect
+
+
 def test_a_table_path_without_ledger_checks_duplicates_only(spark, run_dir):
     report = verify(spark, run_dir / "table")
     assert report["ok"] and report["ledger"] is None and "lost" not in report
