@@ -303,7 +303,9 @@ def regressions(p: Pristine) -> list[Damage]:
 # --- named cases -------------------------------------------------------------------------------
 
 
-def _damaged(p: Pristine, tmp_path: Path, d: Damage) -> Path:
+def damaged_copy(p: Pristine, tmp_path: Path, d: Damage) -> Path:
+    """A copy of the pristine run folder (under ``tmp_path / "run"``) with damage ``d`` done to
+    its table."""
     folder = tmp_path / "run"
     shutil.copytree(p.folder, folder)
     apply(folder / "table", d)
@@ -324,21 +326,21 @@ def _latest_deltacommit(p: Pristine) -> str:
 @pytest.mark.parametrize("kind", ["empty", "truncate", "random"])
 def test_a_damaged_deltacommit_is_an_error(pristine: Pristine, tmp_path: Path, kind: str) -> None:
     name = _latest_deltacommit(pristine)
-    table = _damaged(pristine, tmp_path, Damage(kind, name, 0.4, b"not avro at all")) / "table"
+    table = damaged_copy(pristine, tmp_path, Damage(kind, name, 0.4, b"not avro at all")) / "table"
     for args in (("inspect", str(table)), ("inspect", str(table), "--json"), ("read", str(table))):
         _one_error_naming(_invoke(*args), Path(name).name)
 
 
 def test_a_base_file_of_random_bytes_is_an_error(pristine: Pristine, tmp_path: Path) -> None:
     (base,) = {f"{s['partition']}/{s['base_file']}" for s in pristine.inspect["file_slices"][:1]}
-    table = _damaged(pristine, tmp_path, Damage("random", base, payload=b"\x07" * 300)) / "table"
+    table = damaged_copy(pristine, tmp_path, Damage("random", base, payload=b"\x07" * 300)) / "table"
     message = _one_error_naming(_invoke("read", str(table)), Path(base).name)
     assert "not a readable parquet file" in message
 
 
 def test_a_corrupt_archive_manifest_is_an_error(pristine: Pristine, tmp_path: Path) -> None:
     manifest = [f for f in pristine.files if "/history/manifest_" in f][-1]
-    table = _damaged(pristine, tmp_path, Damage("random", manifest, payload=b"{not json")) / "table"
+    table = damaged_copy(pristine, tmp_path, Damage("random", manifest, payload=b"{not json")) / "table"
     for args in (("inspect", str(table)), ("read", str(table))):
         message = _one_error_naming(_invoke(*args), Path(manifest).name)
         assert "not an LSM timeline manifest" in message
@@ -346,13 +348,13 @@ def test_a_corrupt_archive_manifest_is_an_error(pristine: Pristine, tmp_path: Pa
 
 def test_a_corrupt_lsm_file_is_an_error(pristine: Pristine, tmp_path: Path) -> None:
     lsm = [f for f in pristine.files if "/history/" in f and f.endswith(".parquet")][-1]
-    table = _damaged(pristine, tmp_path, Damage("truncate", lsm, 0.5)) / "table"
+    table = damaged_copy(pristine, tmp_path, Damage("truncate", lsm, 0.5)) / "table"
     _one_error_naming(_invoke("inspect", str(table)), Path(lsm).name)
 
 
 def test_check_reports_a_damaged_table_as_a_finding(pristine: Pristine, tmp_path: Path) -> None:
     name = _latest_deltacommit(pristine)
-    folder = _damaged(pristine, tmp_path, Damage("empty", name))
+    folder = damaged_copy(pristine, tmp_path, Damage("empty", name))
     result = _invoke("check", str(folder))
     assert_clean(result, codes=(1,))
     assert "the table is corrupt" in result.output and Path(name).name in result.output
@@ -362,7 +364,7 @@ def test_check_reports_a_damaged_table_as_a_finding(pristine: Pristine, tmp_path
 def test_check_of_a_folder_without_its_records_is_bad_input(
     pristine: Pristine, tmp_path: Path, missing: str
 ) -> None:
-    folder = _damaged(pristine, tmp_path, Damage("delete", f"../{missing}"))
+    folder = damaged_copy(pristine, tmp_path, Damage("delete", f"../{missing}"))
     result = _invoke("check", str(folder))
     assert_clean(result, codes=(2,))
     assert missing in result.stderr
@@ -372,7 +374,7 @@ def test_check_of_a_folder_without_its_records_is_bad_input(
 def test_check_of_invalid_json_records_is_bad_input(
     pristine: Pristine, tmp_path: Path, name: str
 ) -> None:
-    folder = _damaged(pristine, tmp_path, Damage("random", f"../{name}", payload=b"{oops\n"))
+    folder = damaged_copy(pristine, tmp_path, Damage("random", f"../{name}", payload=b"{oops\n"))
     assert_clean(_invoke("check", str(folder)), codes=(2,))
 
 
@@ -381,7 +383,7 @@ def test_a_missing_or_unreadable_properties_file_is_an_error(
 ) -> None:
     props = ".hoodie/hoodie.properties"
     for kind, payload in (("delete", b""), ("random", b"\xff\xfe\x00")):
-        folder = _damaged(pristine, tmp_path / kind, Damage(kind, props, payload=payload))
+        folder = damaged_copy(pristine, tmp_path / kind, Damage(kind, props, payload=payload))
         for command in ("inspect", "read"):
             _one_error_naming(_invoke(command, str(folder / "table")), "hoodie.properties")
 
@@ -389,7 +391,7 @@ def test_a_missing_or_unreadable_properties_file_is_an_error(
 def test_a_torn_last_log_block_is_skipped_as_hudi_does(pristine: Pristine, tmp_path: Path) -> None:
     """HoodieLogFileReader makes a torn block a corrupt block, which the scanners skip."""
     log = [f for f in pristine.files if ".log." in f][-1]
-    table = _damaged(pristine, tmp_path, Damage("truncate", log, 0.9)) / "table"
+    table = damaged_copy(pristine, tmp_path, Damage("truncate", log, 0.9)) / "table"
     from models.view.reader import decoded_log_blocks
 
     assert decoded_log_blocks((table / log).read_bytes()) == ()

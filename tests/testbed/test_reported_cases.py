@@ -6,7 +6,6 @@ write, is touched. Interrupted runs (Ctrl-C) have their own subprocess tests in
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +14,8 @@ from click.testing import CliRunner, Result
 
 from testbed.cli import main
 from testbed.outputs import output_lock
-from tests.testbed.test_fuzz_tables import Damage, Pristine, apply, pristine  # noqa: F401
+from tests.testbed.test_fuzz_tables import Damage, Pristine, pristine  # noqa: F401
+from tests.testbed.test_fuzz_tables import damaged_copy as damaged
 
 SCENARIO = """\
 [scenario]
@@ -45,13 +45,6 @@ def users_folder(tmp_path: Path) -> Path:
     folder = tmp_path / "mine"
     folder.mkdir()
     (folder / "notes.txt").write_text("mine")
-    return folder
-
-
-def damaged(p: Pristine, tmp_path: Path, damage: Damage) -> Path:
-    folder = tmp_path / "run"
-    shutil.copytree(p.folder, folder)
-    apply(folder / "table", damage)
     return folder
 
 
