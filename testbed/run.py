@@ -7,6 +7,10 @@ crash or Ctrl-C never leaves a half-written folder that looks complete:
 - ``history.jsonl``: every protocol step and fault, one JSON object per line
 - ``result.json``: ``{"scenario", "seed", "digest", "ok", "invariants", "metrics", ...}``
 - ``table/``: the Hudi table itself with ``--storage local``
+- ``.testbed-output.json``: the marker that says the testbed wrote the folder (:mod:`testbed.outputs`)
+
+A run stopped by ``[sim] max_wall_s`` (:class:`RunawayRunError`) keeps ``scenario.toml``, the
+history so far and ``partial.json`` (why it stopped), and no ``result.json``.
 
 ``ok`` is true when the verdicts match the scenario's ``[expect] violations``: exactly the expected
 invariants are violated (a known-bad variant must be caught, the real protocol must pass).
