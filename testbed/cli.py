@@ -19,7 +19,7 @@ import click
 from models.storage import LocalStorage
 from models.timeline.instant_time import InstantTimeError, normalize
 from models.view.table import CorruptTableError, HudiTable, NotAHudiTableError
-from scenarios.schema import MAX_SEED, SECONDS_PER_DAY
+from scenarios.fields import MAX_SEED, SECONDS_PER_DAY
 from testbed.outputs import OutputFolderError, claimed
 
 EXIT_USAGE = 2

@@ -1,0 +1,229 @@
+"""The tables of a scenario file other than ``[[faults.schedule]]``: ``[scenario]``, ``[table]``,
+``[time]``, ``[[jobs]]``, ``[protocol]``, ``[expect]``, ``[sim]`` (docs/scenarios.md, key by key)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Self, get_args
+
+from pydantic import Field, model_validator
+
+from scenarios.errors import RuleViolation, show
+from scenarios.fields import (
+    MAX_RECORDS,
+    MAX_SEED,
+    MS_PER_HOUR,
+    SECONDS_PER_DAY,
+    ColumnName,
+    InvariantName,
+    JobName,
+    Milliseconds,
+    ScenarioName,
+    Seconds,
+    Spec,
+    integer_in,
+    number_in,
+)
+
+# ---------------------------------------------------------------------------------------------
+# the tables
+
+
+ScenarioTag = Literal["large"]
+SCENARIO_TAGS: tuple[str, ...] = get_args(ScenarioTag)
+"""Tags a ``[scenario] tags`` list may use (docs/scenarios.md)."""
+LARGE_TAG = "large"
+"""A scenario too big for the default suites and test runs (it is run by name)."""
+
+
+class ScenarioInfo(Spec):
+    """``[scenario]``: what the scenario is and how long it runs."""
+
+    name: ScenarioName
+    """Identifies the scenario in reports and run folders (so it is never a path); catalog files
+    use their file stem."""
+    description: str = ""
+    """One or two sentences on what the scenario shows, printed in the report."""
+    duration_s: Seconds = 60.0
+    """Simulated seconds of load and faults; then the source stops and the run drains."""
+    seed: integer_in(0, MAX_SEED) = 0
+    """Seed of every random draw; same scenario + seed + code = the same history."""
+    tags: Annotated[tuple[ScenarioTag, ...], Field(strict=False)] = ()
+    """Labels that change where the scenario runs, not what it does: ``large`` (millions of
+    records, minutes of CPU) keeps a catalog scenario out of the ``"*"`` suite patterns and the
+    default test runs; it runs only where named (the ``large`` suite)."""
+
+
+class TableSpec(Spec):
+    """``[table]``: the Hudi table all jobs write to."""
+
+    type: Literal["MERGE_ON_READ", "COPY_ON_WRITE"] = "MERGE_ON_READ"
+    """Hudi table type; NBCC between several jobs needs MERGE_ON_READ."""
+    storage: Literal["memory", "local"] = "memory"
+    """Where the table's files go: in memory (fast) or a real folder (readable by hudi-rs)."""
+    partitions: integer_in(1, 1000) = 2
+    """Number of partitions records are spread over."""
+    buckets_per_partition: integer_in(1, 1000) = 4
+    """Bucket-index buckets (file groups) per partition; a key always maps to the same bucket."""
+    merge_mode: Literal["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"] = "EVENT_TIME_ORDERING"
+    """Which version of a key wins when merging: highest event time, or latest commit."""
+
+
+class TimeSpec(Spec):
+    """``[time]``: how instant times are generated and how wrong the clocks are."""
+
+    generator: Literal["truetime", "local_clock", "time_service"] = "truetime"
+    """Instant-time generator: Hudi's TrueTime (lock + wait out skew), a bare local clock, or a
+    central time service."""
+    max_expected_skew_ms: Milliseconds = 200
+    """TrueTime's assumed bound on clock skew (Hudi's max expected clock skew); it waits this out."""
+    clock_skew_ms: Milliseconds = 50
+    """Each process's clock offset is drawn uniformly from [-clock_skew_ms, clock_skew_ms]."""
+    clock_drift_ppm: number_in(0, 100_000) = 0.0
+    """Each process's clock rate error is drawn uniformly from [-x, x] parts per million."""
+    lock_latency_ms: integer_in(0, 60_000) = 5
+    """Time to acquire the timeline lock that TrueTime takes."""
+
+
+class JobSpec(Spec):
+    """``[[jobs]]``: one Flink job writing to the table (one coordinator, several writers).
+
+    ``name`` and ``table_services`` default by position inside a :class:`Scenario` (``job<i>``;
+    true only for the first job). Standalone, a ``JobSpec`` has the first job's defaults.
+    """
+
+    name: JobName = "job0"
+    """Unique name of the job; default ``job<i>`` by position (job0, job1, ...)."""
+    writers: integer_in(1, 256) = 4
+    """Parallelism of the write operator (number of write tasks)."""
+    instant_generation: Literal["async", "blocking", "minibatch"] = "async"
+    """Coordinator mode: async (Hudi 1.1), blocking (one instant at a time), minibatch (proposal)."""
+    checkpoint_interval_s: number_in(0.01, 3600) = 5.0
+    """Flink checkpoint interval."""
+    checkpoint_timeout_s: number_in(0.01, SECONDS_PER_DAY) = 60.0
+    """A checkpoint not complete after this long fails."""
+    records_per_s: number_in(0, 1_000_000, open_low=True) = 1000.0
+    """Source rate of the whole job, spread over its writers by key."""
+    buffer_records: integer_in(1, MAX_RECORDS) = 10000
+    """Records a writer buffers before an eager flush (mini-batch) between checkpoints."""
+    operation: Literal["upsert", "insert"] = "upsert"
+    """Write operation; insert never deduplicates, so a re-written batch shows up twice."""
+    key_space: integer_in(1, 1_000_000_000) = 10000
+    """Number of distinct record keys the source draws from."""
+    table_services: bool = True
+    """Whether this job schedules and runs compaction, clean and archive; default true for the
+    first job, false for the others; at most one job may run them."""
+    compaction_every_commits: integer_in(1, 100_000) = 5
+    """Schedule a compaction after this many delta commits (MERGE_ON_READ)."""
+    concurrency: Literal["nbcc", "occ"] = "nbcc"
+    """Concurrency control between jobs: non-blocking (NBCC) or optimistic (OCC)."""
+    columns: Annotated[tuple[ColumnName, ...], Field(strict=False)] = ()
+    """Multi-stream partial updates (docs/protocol.md section 5.3): the column group this job writes (its records
+    carry only these columns besides key, part, ts, offset, job); empty: whole records. When one
+    job has columns every job must, and no two jobs may write the same column."""
+    ordering_field: str = ""
+    """The column holding this job's column-group ordering value; default ``<name>_ts`` for a job
+    with ``columns``, empty (the table's ``ts``) for whole records."""
+
+
+class ProtocolSpec(Spec):
+    """``[protocol]``: variant switches of the protocol; the default is always the real Hudi rule.
+
+    This class IS the list of variants: one line per switch, a ``Literal`` of its choices with
+    the real rule as default. :data:`PROTOCOL_VARIANTS` is derived from it.
+    """
+
+    file_slicing: Literal["completion_time", "base_instant"] = "completion_time"
+    """Place a log file by its completion time (Hudi 1.x, RFC-66) or by its base instant (0.x)."""
+    slice_anchor: Literal["earliest_completed", "earliest_log"] = "earliest_completed"
+    """For a file group with only log files, which log anchors its first slice: the earliest
+    completed one (the fix) or the earliest whatever its state (apache/hudi#19774)."""
+    archived_completion_lookup: bool = True
+    """Completion-time lookup falls back to the archived timeline (true), or reads only the active
+    one (false: apache/hudi#14365, logs of archived instants drop out of compaction plans)."""
+    persist_write_meta: bool = True
+    """A write task keeps its write-metadata events in its checkpoint state and re-sends them after
+    a failover (true), or keeps nothing (false: HUDI-9570's data loss; docs/protocol.md 6.6)."""
+    put_if_absent: bool = True
+    """Timeline files are created only if absent, so a time collision aborts the second writer
+    (true), or storage silently overwrites them (false: the collision hides a lost write)."""
+    commit_scope: Literal["all_below", "latest_only"] = "all_below"
+    """On the ACK for checkpoint n the coordinator commits every buffered instant below n in order
+    (all_below, Flink's subsume contract), or only the newest, dropping those whose ACK was lost."""
+    snapshot_partial_buffers: bool = False
+    """The coordinator's checkpoint keeps only fully received event buffers (false), or also ones
+    still being filled (true: apache/hudi#19215, a global failover commits them half and loses
+    the rest)."""
+    partial_update_merge: Literal["column_group", "row"] = "column_group"
+    """Multi-stream partial updates (jobs with ``columns``): merge each column group by its own
+    ordering value (column_group, the real rule: PartialUpdateAvroPayload with HUDI-4882's
+    per-group ordering), or merge whole rows on ``ts`` (row: the table left as an ordinary
+    EVENT_TIME_ORDERING table, so a newer record of one stream wipes the other's columns)."""
+    failed_writes_cleaning: Literal["auto", "EAGER", "LAZY"] = "auto"
+    """Rollback of failed writes: EAGER (before each write) or LAZY (by heartbeat expiry); auto is
+    EAGER for one job and LAZY for several, resolved when the scenario is validated."""
+
+
+class ExpectSpec(Spec):
+    """``[expect]``: the verdict the scenario must get; a different one fails the suite."""
+
+    violations: Annotated[tuple[InvariantName, ...], Field(strict=False)] = ()
+    """Invariants this scenario must violate (known-bad variants); all others must hold."""
+
+    @model_validator(mode="after")
+    def _no_duplicates(self) -> Self:
+        seen: set[str] = set()
+        for index, name in enumerate(self.violations):
+            if name in seen:
+                raise RuleViolation(
+                    f"{show(name)} is listed twice",
+                    key=f"expect.violations[{index}]",
+                    allowed="each invariant at most once",
+                )
+            seen.add(name)
+        return self
+
+
+class SimSpec(Spec):
+    """``[sim]``: tuning knobs of the simulated world that scenarios rarely change."""
+
+    drain_timeout_s: Seconds = 120.0
+    """After duration_s, faults stop and the source stops; the run then drains until everything
+    checkpointed is committed, and fails liveness if that takes longer than this."""
+    restart_delay_ms: Milliseconds = 1000
+    """Time from a crash to the restart of the failed task or job."""
+    network_delay_ms: integer_in(0, 60_000) = 2
+    """One-way delay of an RPC between tasks and the coordinator."""
+    storage_latency_ms: integer_in(0, 60_000) = 5
+    """Latency of one storage operation (create, read, list)."""
+    heartbeat_interval_ms: integer_in(1, MS_PER_HOUR) = 60000
+    """Writer heartbeat interval (hoodie.client.heartbeat.interval_in_ms)."""
+    heartbeat_tolerable_misses: integer_in(1, 1000) = 2
+    """Missed heartbeats before a write counts as failed, for LAZY cleaning."""
+    archive_max_active: integer_in(2, 100_000) = 30
+    """Archive when the active timeline holds more completed instants than this."""
+    archive_min_active: integer_in(1, 100_000) = 20
+    """Completed instants the active timeline keeps after archiving; below archive_max_active."""
+    max_wall_s: number_in(0, 7 * SECONDS_PER_DAY, open_low=True) = 3600.0
+    """Wall-clock seconds a run may take before it is stopped as a runaway (an error, and a
+    partial run folder marked as such); it never changes what a finished run records."""
+
+    @model_validator(mode="after")
+    def _archive_window(self) -> Self:
+        if self.archive_min_active >= self.archive_max_active:
+            raise RuleViolation(
+                f"{self.archive_min_active} is not below archive_max_active "
+                f"({self.archive_max_active})",
+                key="sim.archive_min_active",
+                allowed=f"an integer >= 1 and < archive_max_active ({self.archive_max_active})",
+            )
+        return self
+
+
+PROTOCOL_VARIANTS: dict[str, tuple[str | bool, ...]] = {
+    name: (field.default, not field.default)
+    if field.annotation is bool
+    else get_args(field.annotation)
+    for name, field in ProtocolSpec.model_fields.items()
+}
+"""Switch name -> its choices, the real rule (the default) first, derived from
+:class:`ProtocolSpec` (for sweeps and reports)."""
