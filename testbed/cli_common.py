@@ -1,0 +1,93 @@
+"""What every ``testbed`` command shares: the one-line user error, exit codes, reading a table
+path, output folders (``--force`` and the claim), seeds, ``--as-of`` and Spark options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from models.storage import LocalStorage
+from models.timeline.instant_time import InstantTimeError, normalize
+from models.view.table import CorruptTableError, HudiTable, NotAHudiTableError
+from scenarios.fields import MAX_SEED
+from testbed.outputs import claimed
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+SEED = click.IntRange(0, MAX_SEED)
+"""A seed: what a scenario's ``[scenario] seed`` takes."""
+
+
+class UserError(click.ClickException):
+    """A problem with the user's input: one line, exit code 2."""
+
+    exit_code = EXIT_USAGE
+
+    def show(self, file=None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def open_table(path: str) -> HudiTable:
+    root = Path(path)
+    if not root.is_dir():
+        raise UserError(f"{path}: no such directory")
+    try:
+        return HudiTable(LocalStorage(root))
+    except (NotAHudiTableError, CorruptTableError) as err:
+        raise UserError(f"{path}: {err}") from None
+
+
+def force_option(kind: str) -> Any:
+    return click.option(
+        "--force",
+        is_flag=True,
+        help=f"Replace the output folder even when it is not a {kind} folder the testbed wrote "
+        "(by default such a folder is refused, never replaced).",
+    )
+
+
+def claim_output(target: Path, force: bool) -> None:
+    """Hold output folder ``target`` for the rest of this command: refused (one ``error:`` line)
+    when another command writes it or when it is not a folder the testbed wrote
+    (:mod:`testbed.outputs`)."""
+    click.get_current_context().with_resource(claimed(target, force=force))
+
+
+def parse_as_of(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return normalize(value)
+    except InstantTimeError as err:
+        raise UserError(f"--as-of: {err}") from None
+
+
+def parse_seed_range(
+    value: str, option: str = "--seed-range", *, single: bool = True
+) -> tuple[int, int]:
+    """``LOW:HIGH`` (both included) or, with ``single``, one seed ``N``; else a one-line error."""
+    low, sep, high = value.partition(":")
+    if not sep and single:
+        low = high = value
+    try:
+        bounds = (int(low), int(high))  # no ":" and not single: high is "", an error
+    except ValueError:
+        bounds = (-1, -1)
+    if not 0 <= bounds[0] <= bounds[1] <= MAX_SEED:
+        allowed = f"LOW:HIGH with 0 <= LOW <= HIGH <= {MAX_SEED}" + (
+            ", or one seed N" if single else ""
+        )
+        raise UserError(f"{option}: {value!r} is not a range (allowed: {allowed})")
+    return bounds
+
+
+def spark_args(master: str | None, conf: tuple[tuple[str, str], ...]) -> dict:
+    """``SparkOptions`` arguments; quiet when the command runs with ``-q``."""
+    return {"conf": conf, "quiet": is_quiet()} | ({"master": master} if master else {})
+
+
+def is_quiet() -> bool:
+    """Whether the running command was given ``-q``."""
+    return bool(click.get_current_context().params.get("quiet", False))
