@@ -36,12 +36,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from models.format.commit_metadata import (
-    CommitMetadata,
-    CompactionPlan,
-    read_commit_metadata,
-    read_compaction_plan,
-)
+from models.format.commit_metadata import CommitMetadata, read_commit_metadata
+from models.format.compaction_plan import CompactionPlan, read_compaction_plan
 from models.format.logfile import CommandBlock, DataBlock, DeleteBlock
 from models.history import Event
 from models.storage import FileStatus

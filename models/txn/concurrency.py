@@ -73,7 +73,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from models.format.commit_metadata import WriteStat, read_compaction_plan
+from models.format.commit_metadata import WriteStat
+from models.format.compaction_plan import read_compaction_plan
 from models.format.logfile import DataBlock, DeleteBlock, read_log_blocks
 from models.ports import Steps
 from models.timeline.active import Timeline

@@ -26,8 +26,8 @@ from models.format.commit_metadata import (
     CommitMetadata,
     check_completed_instant,
     read_commit_metadata,
-    read_compaction_plan,
 )
+from models.format.compaction_plan import read_compaction_plan
 from models.format.properties import PropertiesError, TableConfig, parse_properties
 from models.storage import FileStatus, Storage, join
 from models.table_errors import CorruptTableError

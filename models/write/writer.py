@@ -48,13 +48,11 @@ import pyarrow.parquet as pq
 
 from models.format.arrow_strings import numbered_strings, repeated_string
 from models.format.avro_arrow import avro_schema_for
-from models.format.commit_metadata import (
-    CommitMetadata,
+from models.format.commit_metadata import CommitMetadata, WriteStat, write_commit_metadata
+from models.format.compaction_plan import (
     CompactionOperation,
     CompactionPlan,
-    WriteStat,
     read_compaction_plan,
-    write_commit_metadata,
     write_compaction_plan,
 )
 from models.format.logfile import DataBlock, DeleteBlock, write_log_blocks

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from models.format.commit_metadata import read_compaction_plan
+from models.format.compaction_plan import read_compaction_plan
 from models.format.properties import COPY_ON_WRITE, MERGE_ON_READ
 from models.storage import InMemoryStorage, LocalStorage
 from models.timeline.active import ArchiveFallback, Timeline

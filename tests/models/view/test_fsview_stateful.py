@@ -39,7 +39,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from models.format.commit_metadata import WriteStat, read_compaction_plan
+from models.format.commit_metadata import WriteStat
+from models.format.compaction_plan import read_compaction_plan
 from models.format.properties import MERGE_ON_READ
 from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.storage import InMemoryStorage
