@@ -42,7 +42,7 @@ from models.format.logfile import CommandBlock, DataBlock, DeleteBlock
 from models.history import Event
 from models.storage import FileStatus
 from models.timeline.active import Timeline
-from models.timeline.archive import ArchivedTimeline
+from models.timeline.archived_timeline import ArchivedTimeline
 from models.timeline.instant_time import format_epoch_ms
 from models.view.fsview import FileGroup
 from models.view.reader import decoded_log_blocks, decoded_parquet, read_snapshot

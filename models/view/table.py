@@ -38,8 +38,9 @@ from models.timeline.active import (
     first_write_time,
     instants_from_listing,
 )
-from models.timeline.archive import ArchivedTimeline, ArchiveError
+from models.timeline.archived_timeline import ArchivedTimeline
 from models.timeline.instant import Instant, State
+from models.timeline.lsm_timeline import ArchiveError
 from models.view.filenames import is_base_file_name, is_log_file_name
 from models.view.fsview import (
     FileGroup,

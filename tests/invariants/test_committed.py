@@ -34,7 +34,7 @@ from models.format.properties import COPY_ON_WRITE, MERGE_ON_READ
 from models.format.records import SCHEMA, partition_path
 from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.storage import InMemoryStorage
-from models.timeline.archive import archive_instants
+from models.timeline.archiver import archive_instants
 from models.timeline.instant import Instant
 from models.timeline.truetime import make_time_generator
 from models.view.table import HudiTable

@@ -44,7 +44,7 @@ from models.format.compaction_plan import read_compaction_plan
 from models.format.properties import MERGE_ON_READ
 from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.storage import InMemoryStorage
-from models.timeline.archive import archive_instants
+from models.timeline.archiver import archive_instants
 from models.timeline.instant import Instant, State
 from models.timeline.truetime import make_time_generator
 from models.view.filenames import parse_log_file_name

@@ -37,7 +37,7 @@ from models.format.properties import (
 )
 from models.storage import InMemoryStorage
 from models.timeline.active import Timeline
-from models.timeline.archive import archive_instants
+from models.timeline.archiver import archive_instants
 from models.timeline.instant import Instant, State
 from models.view import reader
 from models.view.filenames import parse_log_file_name
