@@ -75,7 +75,8 @@ import pyarrow.parquet as pq
 
 from models.format.commit_metadata import WriteStat
 from models.format.compaction_plan import read_compaction_plan
-from models.format.logfile import DataBlock, DeleteBlock, read_log_blocks
+from models.format.log_blocks import DataBlock, DeleteBlock
+from models.format.log_reader import read_log_blocks
 from models.ports import Steps
 from models.timeline.active import Timeline
 from models.timeline.instant import Instant, State

@@ -34,13 +34,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from models.format.logfile import (
-    CommandBlock,
-    DataBlock,
-    DeleteBlock,
-    LogBlock,
-    read_log_blocks_skipping_corrupt,
-)
+from models.format.log_blocks import CommandBlock, DataBlock, DeleteBlock, LogBlock
+from models.format.log_reader import read_log_blocks_skipping_corrupt
 from models.format.parquet_files import read_parquet
 from models.format.properties import COMMIT_TIME_ORDERING, TableConfig
 from models.storage import join
@@ -145,7 +140,7 @@ def decoded_parquet(data: bytes, cache: ReadCache | None = None) -> pa.Table:
 
 def decoded_log_blocks(data: bytes, cache: ReadCache | None = None) -> tuple[LogBlock, ...]:
     """The blocks of a log file as Hudi's log reader yields them, corrupt blocks skipped
-    (:func:`models.format.logfile.read_log_blocks_skipping_corrupt`, whose ``ValueError`` it raises),
+    (:func:`models.format.log_reader.read_log_blocks_skipping_corrupt`, whose ``ValueError`` it raises),
     decoded once per content with a cache."""
     return decode_once(cache, "log blocks", _log_blocks, data)
 

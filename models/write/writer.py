@@ -47,7 +47,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from models.format.arrow_strings import numbered_strings, repeated_string
-from models.format.avro_arrow import avro_schema_for
+from models.format.arrow_to_avro import avro_schema_for
 from models.format.commit_metadata import CommitMetadata, WriteStat, write_commit_metadata
 from models.format.compaction_plan import (
     CompactionOperation,
@@ -55,7 +55,8 @@ from models.format.compaction_plan import (
     read_compaction_plan,
     write_compaction_plan,
 )
-from models.format.logfile import DataBlock, DeleteBlock, write_log_blocks
+from models.format.log_blocks import DataBlock, DeleteBlock
+from models.format.log_writer import write_log_blocks
 from models.format.parquet_files import base_file_parquet
 from models.format.properties import (
     COMMIT_TIME_ORDERING,

@@ -15,13 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.format.avro_arrow import arrow_schema_for
-from models.format.logfile import (
-    DataBlock,
-    DeleteBlock,
-    delete_keys_schema,
-    read_log_blocks,
-    write_log_blocks,
-)
+from models.format.log_blocks import DataBlock, DeleteBlock, delete_keys_schema
+from models.format.log_reader import read_log_blocks
+from models.format.log_writer import write_log_blocks
 from models.format.properties import (
     COMMIT_TIME_ORDERING,
     EVENT_TIME_ORDERING,
