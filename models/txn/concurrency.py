@@ -83,7 +83,8 @@ from models.timeline.instant import Instant, State
 from models.view.filenames import parse_base_file_name, parse_log_file_name
 from models.view.reader import COMMIT_TIME
 from models.write.rollback import rollback
-from models.write.writer import META_COLUMNS, TableWriter
+from models.write.write_handles import META_COLUMNS
+from models.write.writer import TableWriter
 
 if TYPE_CHECKING:
     from models.view.table import HudiTable

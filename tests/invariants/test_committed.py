@@ -38,7 +38,8 @@ from models.timeline.archiver import archive_instants
 from models.timeline.instant import Instant
 from models.timeline.truetime import make_time_generator
 from models.view.table import HudiTable
-from models.write.writer import TableWriter, create_table
+from models.write.table_init import create_table
+from models.write.writer import TableWriter
 from tests.invariants.test_ledger import History, source
 
 START_MS = 1_767_225_600_000

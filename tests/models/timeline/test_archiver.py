@@ -14,7 +14,8 @@ from models.timeline.instant import Instant, State
 from models.timeline.lsm_timeline import ArchiveError
 from models.view.reader import read_snapshot
 from models.view.table import HudiTable
-from models.write.writer import TableWriter, create_table
+from models.write.table_init import create_table
+from models.write.writer import TableWriter
 from tests import hudi_oracle
 from tests.table_harness import TableHarness, rows
 

@@ -51,7 +51,8 @@ from models.view.filenames import parse_log_file_name
 from models.view.reader import read_snapshot
 from models.view.table import HudiTable
 from models.write.rollback import rollback
-from models.write.writer import TableWriter, create_table
+from models.write.table_init import create_table
+from models.write.writer import TableWriter
 from tests.table_harness import START_MS
 
 # (partition, file id) of the file groups; a key always lives in one of them
