@@ -6,7 +6,7 @@ requested times come from TrueTime, a monotonic counter here), append log files 
 insert base files into new ones, and complete in any order (completion times strictly increase);
 compactions are scheduled (opening new slices at once), executed and completed; completions may
 fail half-way (the instant stays inflight with its files); pending instants are rolled back; old
-instants are archived into the LSM timeline (models/timeline/archive.py).
+instants are archived into the LSM timeline (models/timeline/archiver.py).
 
 The oracle is the test's own record of what it did, never ``models``' view of it:
 
