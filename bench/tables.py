@@ -36,7 +36,8 @@ from models.format.records import partition_path as partition_path_of
 from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.storage import LocalStorage
 from models.timeline.truetime import make_time_generator
-from models.write.writer import TableWriter, create_table
+from models.write.table_init import create_table
+from models.write.writer import TableWriter
 
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z, as the simulator's epoch
 PARTITIONS = 4

@@ -36,17 +36,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from models.format.commit_metadata import (
-    CommitMetadata,
-    CompactionPlan,
-    read_commit_metadata,
-    read_compaction_plan,
-)
-from models.format.logfile import CommandBlock, DataBlock, DeleteBlock
+from models.format.commit_metadata import CommitMetadata, read_commit_metadata
+from models.format.compaction_plan import CompactionPlan, read_compaction_plan
+from models.format.log_blocks import CommandBlock, DataBlock, DeleteBlock
 from models.history import Event
 from models.storage import FileStatus
 from models.timeline.active import Timeline
-from models.timeline.archive import ArchivedTimeline
+from models.timeline.archived_timeline import ArchivedTimeline
 from models.timeline.instant_time import format_epoch_ms
 from models.view.fsview import FileGroup
 from models.view.reader import decoded_log_blocks, decoded_parquet, read_snapshot
@@ -572,7 +568,7 @@ class CommittedTable:
             return
         try:
             # not kept: most logs are read here once (the reader needs only the latest slices'),
-            # and the files a run just wrote come decoded from models.format.logfile anyway
+            # and the files a run just wrote come decoded from models.format.recent_log_files anyway
             blocks = decoded_log_blocks(data)
         except ValueError as err:
             raise CommittedTableError(f"{f.path}: {err}") from None

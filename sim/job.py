@@ -51,7 +51,8 @@ from models.view.partial_update import (
     declare_column_groups,
     table_schema,
 )
-from models.write.writer import TableWriter, WriteError
+from models.write.write_handles import WriteError
+from models.write.writer import TableWriter
 from sim.driver import drive
 from sim.messages import (
     Barrier,

@@ -12,7 +12,7 @@ from typing import Any
 
 import simpy
 
-from models.flink.coordinator import CoordinatorState
+from models.flink.event_buffers import CoordinatorState
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.flink.write_task import TaskState
 

@@ -25,7 +25,7 @@ import contextlib
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
-from models.timeline import archive
+from models.timeline import archiver
 from models.timeline.instant import Instant
 from models.txn import concurrency
 from models.write import heartbeat, rollback
@@ -153,7 +153,7 @@ class TableServices:
                 job.processes.append(
                     self.env.process(job._guard(epoch, "compactor", self._compact(job, scheduled)))
                 )
-        archived = archive.archive_instants(
+        archived = archiver.archive_instants(
             self.world.table,
             max_active=self.sim.archive_max_active,
             min_active=self.sim.archive_min_active,

@@ -34,7 +34,7 @@ from models.timeline.active import ActiveTimeline
 from models.timeline.instant import Instant
 from models.timeline.truetime import TimeGenerator, TimeService, make_time_generator
 from models.view.table import HudiTable, ViewOptions
-from models.write.writer import create_table
+from models.write.table_init import create_table
 from sim import table_services
 from sim.clock import SimClock
 from sim.history import HistoryRecorder

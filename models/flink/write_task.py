@@ -211,38 +211,11 @@ def write_records(
     of listing the partition (append mode: a new file group, counted the same way). ``base_instants`` (variant ``base_instant`` only) maps file groups to
     the base instant of their latest slice as the task saw it when the write started.
     """
-    stats: list[WriteStat] = []
     parts = _partition_indexes(rows)
     if layout.operation == "insert":
-        for p in sorted(set(parts.tolist())):
-            chunk = rows.filter(pa.array(parts == p))
-            first = insert_file_id(layout.job_index, task_id, instant.requested_time, p)
-            key = (partition_path_of(f"p{p}"), first, instant.requested_time)
-            flush = log_versions.get(key, 0)  # an eager flush before into this instant
-            log_versions[key] = flush + 1
-            file_id = insert_file_id(layout.job_index, task_id, instant.requested_time, p, flush)
-            stats.append(
-                writer.write_base_file(
-                    instant, partition_path_of(f"p{p}"), file_id, chunk, task_id=task_id
-                )
-            )
-        return stats
-    buckets = bucket_ids(rows.column(RECORD_KEY_FIELD), layout.buckets_per_partition)
-    groups = parts * layout.buckets_per_partition + buckets
-    # One stable sort and a slice per file group instead of a filter per group: same rows, same
-    # order within each group.
-    order = np.argsort(groups, kind="stable")
-    sorted_groups = groups[order]
-    grouped = rows.take(pa.array(order))
-    starts = np.flatnonzero(np.r_[len(order) > 0, sorted_groups[1:] != sorted_groups[:-1]])
-    ends = np.r_[starts[1:], len(order)]
-    for group, start, end in zip(
-        sorted_groups[starts].tolist(), starts.tolist(), ends.tolist(), strict=True
-    ):
-        p, bucket = divmod(group, layout.buckets_per_partition)
-        chunk = grouped.slice(start, end - start)
-        partition = partition_path_of(f"p{p}")
-        file_id = bucket_file_id(p, bucket)
+        return _write_inserts(writer, instant, rows, parts, task_id, layout, log_versions)
+    stats: list[WriteStat] = []
+    for partition, file_id, chunk in _bucket_chunks(rows, parts, layout):
         if not layout.is_mor:
             stats.append(
                 writer.upsert_base_file(instant, partition, file_id, chunk, task_id=task_id)
@@ -268,3 +241,59 @@ def write_records(
             )
         )
     return stats
+
+
+def _write_inserts(
+    writer: TableWriter,
+    instant: Instant,
+    rows: pa.Table,
+    parts: np.ndarray,
+    task_id: int,
+    layout: FileLayout,
+    log_versions: dict[tuple[str, str, str], int],
+) -> list[WriteStat]:
+    """Append mode: each partition's rows into a new base file of a new file group per flush."""
+    stats: list[WriteStat] = []
+    for p in sorted(set(parts.tolist())):
+        chunk = rows.filter(pa.array(parts == p))
+        first = insert_file_id(layout.job_index, task_id, instant.requested_time, p)
+        key = (partition_path_of(f"p{p}"), first, instant.requested_time)
+        flush = log_versions.get(key, 0)  # an eager flush before into this instant
+        log_versions[key] = flush + 1
+        file_id = insert_file_id(layout.job_index, task_id, instant.requested_time, p, flush)
+        stats.append(
+            writer.write_base_file(
+                instant, partition_path_of(f"p{p}"), file_id, chunk, task_id=task_id
+            )
+        )
+    return stats
+
+
+def _bucket_chunks(
+    rows: pa.Table, parts: np.ndarray, layout: FileLayout
+) -> list[tuple[str, str, pa.Table]]:
+    """(partition, bucket file id, rows) per file group, in file-group order.
+
+    One stable sort and a slice per file group instead of a filter per group: same rows, same
+    order within each group.
+    """
+    buckets = bucket_ids(rows.column(RECORD_KEY_FIELD), layout.buckets_per_partition)
+    groups = parts * layout.buckets_per_partition + buckets
+    order = np.argsort(groups, kind="stable")
+    sorted_groups = groups[order]
+    grouped = rows.take(pa.array(order))
+    starts = np.flatnonzero(np.r_[len(order) > 0, sorted_groups[1:] != sorted_groups[:-1]])
+    ends = np.r_[starts[1:], len(order)]
+    chunks = []
+    for group, start, end in zip(
+        sorted_groups[starts].tolist(), starts.tolist(), ends.tolist(), strict=True
+    ):
+        p, bucket = divmod(group, layout.buckets_per_partition)
+        chunks.append(
+            (
+                partition_path_of(f"p{p}"),
+                bucket_file_id(p, bucket),
+                grouped.slice(start, end - start),
+            )
+        )
+    return chunks

@@ -14,7 +14,7 @@ transitions of docs/protocol.md sections 1-2:
 Layout 1 (table version 6) is read-only here: its completed files carry no completion time, which
 is taken from the file's modification time as Hudi does.
 
-Instants archived into the LSM timeline (docs/protocol.md section 8, :mod:`models.timeline.archive`) are no longer
+Instants archived into the LSM timeline (docs/protocol.md section 8, :mod:`models.timeline.archiver`) are no longer
 on the active timeline, yet file slicing still needs their completion times. A :class:`Timeline` may
 carry an :class:`ArchiveFallback` that answers for instants older than the active timeline's first
 write instant, like Hudi's ``CompletionTimeQueryViewV2`` (active instants first; an instant before

@@ -73,15 +73,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from models.format.commit_metadata import WriteStat, read_compaction_plan
-from models.format.logfile import DataBlock, DeleteBlock, read_log_blocks
+from models.format.commit_metadata import WriteStat
+from models.format.compaction_plan import read_compaction_plan
+from models.format.log_blocks import DataBlock, DeleteBlock
+from models.format.log_reader import read_log_blocks
 from models.ports import Steps
 from models.timeline.active import Timeline
 from models.timeline.instant import Instant, State
 from models.view.filenames import parse_base_file_name, parse_log_file_name
 from models.view.reader import COMMIT_TIME
 from models.write.rollback import rollback
-from models.write.writer import META_COLUMNS, TableWriter
+from models.write.write_handles import META_COLUMNS
+from models.write.writer import TableWriter
 
 if TYPE_CHECKING:
     from models.view.table import HudiTable

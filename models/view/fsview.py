@@ -278,20 +278,9 @@ def _build_group(
             if anchor_log.completion_time is not None:
                 committed_barriers.add(anchor_log.instant_time)
 
-    ordered_barriers = sorted(barriers)
-    placed: dict[str, list[LogFile]] = {b: [] for b in barriers}
-    for lf in log_files:
-        if rule == "base_instant":
-            home = lf.instant_time
-            if timeline.is_completed(home) or home in pending_compactions:
-                committed_barriers.add(home)
-        elif lf.completion_time is None:
-            if not ordered_barriers:
-                continue  # only pending logs: nothing a reader could see
-            home = ordered_barriers[-1]
-        else:
-            home = _slice_for(ordered_barriers, lf)
-        placed.setdefault(home, []).append(lf)
+    placed = _place_logs(
+        timeline, log_files, barriers, committed_barriers, pending_compactions, rule
+    )
 
     slices = []
     for base_instant in sorted(placed):
@@ -313,6 +302,33 @@ def _build_group(
         frozenset(pending_compactions),
         rule,
     )
+
+
+def _place_logs(
+    timeline: _CompletionTimes,
+    log_files: list[LogFile],
+    barriers: set[str],
+    committed_barriers: set[str],
+    pending_compactions: set[str],
+    rule: str,
+) -> dict[str, list[LogFile]]:
+    """Slice base instant -> the log files it holds, under slicing ``rule``; adds the named
+    instants of committed logs to ``committed_barriers`` under ``base_instant``."""
+    ordered_barriers = sorted(barriers)
+    placed: dict[str, list[LogFile]] = {b: [] for b in barriers}
+    for lf in log_files:
+        if rule == "base_instant":
+            home = lf.instant_time
+            if timeline.is_completed(home) or home in pending_compactions:
+                committed_barriers.add(home)
+        elif lf.completion_time is None:
+            if not ordered_barriers:
+                continue  # only pending logs: nothing a reader could see
+            home = ordered_barriers[-1]
+        else:
+            home = _slice_for(ordered_barriers, lf)
+        placed.setdefault(home, []).append(lf)
+    return placed
 
 
 def _anchor(log_files: list[LogFile], barriers: set[str], anchor: str) -> LogFile | None:

@@ -179,34 +179,7 @@ def merge_column_groups(
     seq = np.arange(n, dtype=np.int64)
     winners = np.full((len(groups), n_keys), -1, np.int64)
     for g, group in enumerate(groups):
-        value = _group_ordering(rows, group.ordering_field, deleted, record_ordering)
-        carries = pc.is_valid(value).to_numpy(zero_copy_only=False) & ~deleted
-        candidates = np.flatnonzero(carries | deleted)
-        if not len(candidates):
-            continue
-        taken = pa.array(candidates)
-        value_of = value.take(taken)
-        unconditional = deleted[candidates] & ~pc.is_valid(value_of).to_numpy(zero_copy_only=False)
-        order = pc.sort_indices(
-            pa.table(
-                {
-                    "code": code[candidates],
-                    "last": unconditional,
-                    "value": value_of,
-                    "seq": seq[candidates],
-                }
-            ),
-            sort_keys=[
-                ("code", "ascending"),
-                ("last", "ascending"),
-                ("value", "ascending", "at_start"),
-                ("seq", "ascending"),
-            ],
-        ).to_numpy()
-        ranked = code[candidates][order]
-        last = np.ones(len(order), bool)
-        last[:-1] = ranked[1:] != ranked[:-1]
-        winners[g, ranked[last]] = candidates[order][last]
+        _rank_group(winners[g], rows, group, code, deleted, seq, record_ordering)
     has = winners >= 0
     killed = (has & deleted[np.maximum(winners, 0)]).any(axis=0)
     live = np.flatnonzero(has.any(axis=0) & ~killed)
@@ -224,6 +197,47 @@ def merge_column_groups(
                 out = out.set_column(position, field, rows.column(name).take(index))
     names = codes.dictionary.take(pa.array(code[representative]))
     return out.take(pc.sort_indices(names))
+
+
+def _rank_group(
+    winners_of_group: np.ndarray,
+    rows: pa.Table,
+    group: ColumnGroup,
+    code: np.ndarray,
+    deleted: np.ndarray,
+    seq: np.ndarray,
+    record_ordering: str | None,
+) -> None:
+    """Set ``winners_of_group[k]`` to the row that wins ``group`` for key code ``k`` (see
+    :func:`merge_column_groups`); keys without a candidate keep -1."""
+    value = _group_ordering(rows, group.ordering_field, deleted, record_ordering)
+    carries = pc.is_valid(value).to_numpy(zero_copy_only=False) & ~deleted
+    candidates = np.flatnonzero(carries | deleted)
+    if not len(candidates):
+        return
+    taken = pa.array(candidates)
+    value_of = value.take(taken)
+    unconditional = deleted[candidates] & ~pc.is_valid(value_of).to_numpy(zero_copy_only=False)
+    order = pc.sort_indices(
+        pa.table(
+            {
+                "code": code[candidates],
+                "last": unconditional,
+                "value": value_of,
+                "seq": seq[candidates],
+            }
+        ),
+        sort_keys=[
+            ("code", "ascending"),
+            ("last", "ascending"),
+            ("value", "ascending", "at_start"),
+            ("seq", "ascending"),
+        ],
+    ).to_numpy()
+    ranked = code[candidates][order]
+    last = np.ones(len(order), bool)
+    last[:-1] = ranked[1:] != ranked[:-1]
+    winners_of_group[ranked[last]] = candidates[order][last]
 
 
 def with_group_columns(rows: pa.Table, groups: Sequence[ColumnGroup]) -> pa.Table:

@@ -34,13 +34,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from models.format.logfile import (
-    CommandBlock,
-    DataBlock,
-    DeleteBlock,
-    LogBlock,
-    read_log_blocks_skipping_corrupt,
-)
+from models.format.log_blocks import CommandBlock, DataBlock, DeleteBlock, LogBlock
+from models.format.log_reader import read_log_blocks_skipping_corrupt
 from models.format.parquet_files import read_parquet
 from models.format.properties import COMMIT_TIME_ORDERING, TableConfig
 from models.storage import join
@@ -145,7 +140,7 @@ def decoded_parquet(data: bytes, cache: ReadCache | None = None) -> pa.Table:
 
 def decoded_log_blocks(data: bytes, cache: ReadCache | None = None) -> tuple[LogBlock, ...]:
     """The blocks of a log file as Hudi's log reader yields them, corrupt blocks skipped
-    (:func:`models.format.logfile.read_log_blocks_skipping_corrupt`, whose ``ValueError`` it raises),
+    (:func:`models.format.log_reader.read_log_blocks_skipping_corrupt`, whose ``ValueError`` it raises),
     decoded once per content with a cache."""
     return decode_once(cache, "log blocks", _log_blocks, data)
 
@@ -179,23 +174,7 @@ def merge_batches(batches: list[pa.Table | DeleteKeys], config: TableConfig) -> 
     """
     ordering = config.ordering_fields[0] if config.ordering_fields else None
     event_time = config.merge_mode != COMMIT_TIME_ORDERING and ordering is not None
-    stacked = []
-    for batch in batches:
-        if isinstance(batch, DeleteKeys):
-            keys = batch.keys
-            columns = {
-                _KEY: keys.column("record_key").cast(pa.string()),
-                _DELETE: pa.array(np.ones(keys.num_rows, bool)),
-            }
-            if event_time and "ordering_value" in keys.column_names:
-                columns[ordering] = _delete_ordering(keys.column("ordering_value"))  # type: ignore[index]
-            stacked.append(pa.table(columns))
-        else:
-            keyed = batch.append_column(_KEY, _key_column(batch, config))
-            stacked.append(keyed.append_column(_DELETE, _deleted_flags(batch)))
-    rows = (
-        pa.concat_tables(stacked, promote_options="permissive") if len(stacked) > 1 else stacked[0]
-    )
+    rows = _stack(batches, config, ordering if event_time else None)
     n = rows.num_rows
     if n == 0:
         return rows.drop_columns([_KEY, _DELETE])
@@ -233,6 +212,30 @@ def merge_batches(batches: list[pa.Table | DeleteKeys], config: TableConfig) -> 
     winners = order.to_numpy()[last]
     winners = winners[~deleted.to_numpy(zero_copy_only=False)[winners]]
     return rows.take(pa.array(winners)).drop_columns([_KEY, _DELETE])
+
+
+def _stack(
+    batches: list[pa.Table | DeleteKeys], config: TableConfig, ordering: str | None
+) -> pa.Table:
+    """The batches as one table in merge order, with a key and a delete-flag column; deletes
+    carry their ordering value in column ``ordering`` when one is given (event-time merging)."""
+    stacked = []
+    for batch in batches:
+        if isinstance(batch, DeleteKeys):
+            keys = batch.keys
+            columns = {
+                _KEY: keys.column("record_key").cast(pa.string()),
+                _DELETE: pa.array(np.ones(keys.num_rows, bool)),
+            }
+            if ordering is not None and "ordering_value" in keys.column_names:
+                columns[ordering] = _delete_ordering(keys.column("ordering_value"))
+            stacked.append(pa.table(columns))
+        else:
+            keyed = batch.append_column(_KEY, _key_column(batch, config))
+            stacked.append(keyed.append_column(_DELETE, _deleted_flags(batch)))
+    return (
+        pa.concat_tables(stacked, promote_options="permissive") if len(stacked) > 1 else stacked[0]
+    )
 
 
 def _delete_ordering(values: pa.ChunkedArray) -> pa.ChunkedArray:

@@ -26,8 +26,8 @@ from models.format.commit_metadata import (
     CommitMetadata,
     check_completed_instant,
     read_commit_metadata,
-    read_compaction_plan,
 )
+from models.format.compaction_plan import read_compaction_plan
 from models.format.properties import PropertiesError, TableConfig, parse_properties
 from models.storage import FileStatus, Storage, join
 from models.table_errors import CorruptTableError
@@ -38,8 +38,9 @@ from models.timeline.active import (
     first_write_time,
     instants_from_listing,
 )
-from models.timeline.archive import ArchivedTimeline, ArchiveError
+from models.timeline.archived_timeline import ArchivedTimeline
 from models.timeline.instant import Instant, State
+from models.timeline.lsm_timeline import ArchiveError
 from models.view.filenames import is_base_file_name, is_log_file_name
 from models.view.fsview import (
     FileGroup,

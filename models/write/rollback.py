@@ -48,7 +48,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from models.format.commit_metadata import (
+from models.format.rollback_metadata import (
     InstantInfo,
     RollbackMetadata,
     RollbackPartitionMetadata,

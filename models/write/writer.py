@@ -26,11 +26,9 @@ exist for table version 6 only, whose logs are shared across instants and "alrea
 so an unlisted log file is garbage of this instant like any base file; a listed one stays. One
 marker listing per commit.
 
-Compaction follows docs/protocol.md section 4: ``schedule_compaction`` plans, for each file group, the
-latest slice's base file plus the logs committed by then (all of which completed before the new
-compaction's requested time, since TrueTime times increase), and writes the plan as
-``<t>.compaction.requested``; logs that complete later land in the slice the compaction opens.
-``run_compaction`` merges each planned slice into a base file at the compaction's time.
+Compaction (:meth:`TableWriter.schedule_compaction`, :meth:`TableWriter.run_compaction`) is in
+:mod:`models.write.compaction`; creating a table in :mod:`models.write.table_init`; the meta
+columns, markers and partition files of each data file in :mod:`models.write.write_handles`.
 
 Every method that waits (time generation) returns :data:`models.ports.Steps`; drive it with
 :func:`models.ports.run` or from the simulator.
@@ -38,125 +36,40 @@ Every method that waits (time generation) returns :data:`models.ports.Steps`; dr
 
 from __future__ import annotations
 
-import contextlib
-import io
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from models.format.arrow_strings import numbered_strings, repeated_string
-from models.format.avro_arrow import avro_schema_for
-from models.format.commit_metadata import (
-    CommitMetadata,
-    CompactionOperation,
-    CompactionPlan,
-    WriteStat,
-    read_compaction_plan,
-    write_commit_metadata,
-    write_compaction_plan,
-)
-from models.format.logfile import DataBlock, DeleteBlock, write_log_blocks
+from models.format.arrow_to_avro import avro_schema_for
+from models.format.commit_metadata import CommitMetadata, WriteStat, write_commit_metadata
+from models.format.log_blocks import DataBlock, DeleteBlock, LogBlock
+from models.format.log_writer import write_log_blocks
 from models.format.parquet_files import base_file_parquet
-from models.format.properties import (
-    COMMIT_TIME_ORDERING,
-    COPY_ON_WRITE,
-    DATABASE_NAME,
-    EVENT_TIME_ORDERING,
-    MERGE_MODE,
-    MERGE_ON_READ,
-    PARTITION_FIELDS,
-    PRECOMBINE_FIELD,
-    RECORD_KEY_FIELDS,
-    TABLE_NAME,
-    TABLE_TYPE,
-    TABLE_VERSION,
-    TIMELINE_LAYOUT_VERSION,
-    TIMELINE_PATH,
-    format_properties,
-)
 from models.ports import Steps
-from models.storage import FileAlreadyExistsError, Storage, join
-from models.timeline.active import Timeline
+from models.storage import join
 from models.timeline.instant import Instant, State
 from models.view.filenames import (
     BaseFileName,
-    FileNameError,
     LogFileName,
     WriteToken,
     check_file_id,
-    parse_log_file_name,
 )
-from models.view.fsview import BaseFile, FileSlice, LogFile, latest_file_slices
+from models.view.fsview import latest_file_slices
 from models.view.reader import merge_file_slice, merge_versions
-from models.view.table import PROPERTIES_PATH, HudiTable, ViewOptions
+from models.view.table import HudiTable, ViewOptions
+from models.write.compaction import run_compaction, schedule_compaction
 from models.write.rollback import delete_markers, list_markers
-
-META_COLUMNS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
+from models.write.write_handles import (
+    META_COLUMNS,
+    WriteError,
+    next_log_version,
+    with_meta_columns,
+    write_data_file,
 )
-PARTITION_METADATA = ".hoodie_partition_metadata"
-MARKERS_FOLDER = ".hoodie/.temp"
+
 RECONCILED_MARKER_TYPES = ("CREATE", "MERGE")
 """Markers whose files finalizing a write deletes when the commit does not list them
 (``createdAndMergedDataPaths``)."""
-
-
-class WriteError(RuntimeError):
-    """A write the protocol forbids or the input cannot support."""
-
-
-def create_table(
-    storage: Storage,
-    *,
-    name: str,
-    table_type: str = MERGE_ON_READ,
-    record_key_field: str,
-    ordering_field: str | None = None,
-    partition_fields: Sequence[str] = (),
-    merge_mode: str | None = None,
-    database: str = "default",
-    decode_instants: bool = True,
-) -> HudiTable:
-    """Write ``hoodie.properties`` for a new table version 8 (layout 2) and return the table
-    (``decode_instants``: see :class:`~models.view.table.HudiTable`)."""
-    if table_type not in (COPY_ON_WRITE, MERGE_ON_READ):
-        raise WriteError(
-            f"table_type must be {COPY_ON_WRITE} or {MERGE_ON_READ}, not {table_type!r}"
-        )
-    mode = merge_mode or (EVENT_TIME_ORDERING if ordering_field else COMMIT_TIME_ORDERING)
-    if mode == EVENT_TIME_ORDERING and not ordering_field:
-        raise WriteError("EVENT_TIME_ORDERING needs an ordering_field")
-    props = {
-        TABLE_NAME: name,
-        TABLE_TYPE: table_type,
-        TABLE_VERSION: "8",
-        "hoodie.table.initial.version": "8",
-        TIMELINE_LAYOUT_VERSION: "2",
-        TIMELINE_PATH: "timeline",
-        "hoodie.timeline.history.path": "history",
-        RECORD_KEY_FIELDS: record_key_field,
-        MERGE_MODE: mode,
-        DATABASE_NAME: database,
-        "hoodie.archivelog.folder": "archived",
-        "hoodie.datasource.write.hive_style_partitioning": "true",
-        "hoodie.datasource.write.partitionpath.urlencode": "false",
-        "hoodie.datasource.write.drop.partition.columns": "false",
-        "hoodie.table.keygenerator.type": "SIMPLE" if partition_fields else "NON_PARTITION",
-    }
-    if ordering_field:
-        props[PRECOMBINE_FIELD] = ordering_field
-    if partition_fields:
-        props[PARTITION_FIELDS] = ",".join(partition_fields)
-    if storage.exists(PROPERTIES_PATH):
-        raise WriteError("a table already exists there (.hoodie/hoodie.properties)")
-    storage.create_if_absent(PROPERTIES_PATH, format_properties(props).encode())
-    return HudiTable(storage, decode_instants=decode_instants)
 
 
 class TableWriter:
@@ -283,7 +196,7 @@ class TableWriter:
         """
         self._check_writable(instant)
         check_file_id(file_id)
-        name = str(BaseFileName(file_id, self._token(task_id), instant.requested_time))
+        name = str(BaseFileName(file_id, self.write_token(task_id), instant.requested_time))
         rows = records if keep_meta else self._with_meta(instant, partition, name, records, task_id)
         if keep_meta:
             rows = rows.set_column(
@@ -361,20 +274,11 @@ class TableWriter:
         check_file_id(file_id)
         in_name = name_instant or instant.requested_time
         if version is None:
-            version = self._next_log_version(partition, file_id, in_name)
-        name = str(LogFileName(file_id, in_name, version, self._token(task_id)))
-        blocks = []
-        written = 0
-        if records is not None and records.num_rows:
-            rows = self._with_meta(instant, partition, file_id, records, task_id)
-            schema = avro_schema_for(rows.schema, *self._avro_names())
-            blocks.append(DataBlock(instant.requested_time, schema, rows, self.log_block_format))
-            self._remember_schema(instant, records)
-            written = rows.num_rows
-        if delete_keys is not None and delete_keys.num_rows:
-            blocks.append(DeleteBlock(instant.requested_time, delete_keys))
-        if not blocks:
-            raise WriteError("a log append needs records or delete keys")
+            version = next_log_version(self.storage, partition, file_id, in_name)
+        name = str(LogFileName(file_id, in_name, version, self.write_token(task_id)))
+        blocks, written = self._log_blocks(
+            instant, partition, file_id, records, delete_keys, task_id
+        )
         data = write_log_blocks(blocks)
         # 1.x marks each new log file CREATE; table version 6 appended to shared logs (APPEND)
         marker_type = "CREATE" if self.table.config.version >= 8 else "APPEND"
@@ -397,99 +301,45 @@ class TableWriter:
             total_log_blocks=len(blocks),
         )
 
+    def _log_blocks(
+        self,
+        instant: Instant,
+        partition: str,
+        file_id: str,
+        records: pa.Table | None,
+        delete_keys: pa.Table | None,
+        task_id: int,
+    ) -> tuple[list[LogBlock], int]:
+        """The data and/or delete block of a log append, and how many records it writes."""
+        blocks: list[LogBlock] = []
+        written = 0
+        if records is not None and records.num_rows:
+            rows = self._with_meta(instant, partition, file_id, records, task_id)
+            schema = avro_schema_for(rows.schema, *self._avro_names())
+            blocks.append(DataBlock(instant.requested_time, schema, rows, self.log_block_format))
+            self._remember_schema(instant, records)
+            written = rows.num_rows
+        if delete_keys is not None and delete_keys.num_rows:
+            blocks.append(DeleteBlock(instant.requested_time, delete_keys))
+        if not blocks:
+            raise WriteError("a log append needs records or delete keys")
+        return blocks, written
+
     # --- compaction -----------------------------------------------------------------------------
 
     def schedule_compaction(
         self, file_groups: Iterable[tuple[str, str]] | None = None
     ) -> Steps[Instant | None]:
         """Plan a compaction of the latest slices (all file groups, or the given ones) that have
-        committed logs; None if there is nothing to compact."""
-        time = yield from self.time_generator.generate_time()  # type: ignore[attr-defined]
-        wanted = set(file_groups) if file_groups is not None else None
-        _, groups = self.table.file_groups(options=self.view_options)
-        busy = {(g.partition, g.file_id) for g in groups if g.pending_compactions}
-        operations = []
-        for s in latest_file_slices(groups):
-            group = (s.partition, s.file_id)
-            if not s.log_files or group in busy or (wanted is not None and group not in wanted):
-                continue  # Hudi plans at most one pending compaction per file group
-            if any((lf.completion_time or "") >= time for lf in s.log_files):
-                raise WriteError(f"log completed after compaction time {time}: times not monotonic")
-            operations.append(
-                CompactionOperation(
-                    base_instant_time=s.base_instant,
-                    partition_path=s.partition,
-                    file_id=s.file_id,
-                    data_file_path=s.base_file.name if s.base_file else None,
-                    delta_file_paths=tuple(lf.name for lf in s.log_files),
-                )
-            )
-        if not operations:
-            return None
-        plan = write_compaction_plan(CompactionPlan(tuple(operations)))
-        return self.timeline.create_requested(time, "compaction", plan)
+        committed logs; None if there is nothing to compact (:mod:`models.write.compaction`)."""
+        return (yield from schedule_compaction(self, file_groups))
 
     def run_compaction(self, scheduled: Instant) -> Steps[Instant]:
         """Execute a scheduled compaction: merge each planned slice into a new base file."""
-        if scheduled.action != "compaction" or scheduled.is_completed:
-            raise WriteError(f"{scheduled} is not a pending compaction")
-        plan = read_compaction_plan(self.timeline.read_content(scheduled.requested()))
-        inflight = (
-            scheduled
-            if scheduled.state is State.INFLIGHT
-            else self.timeline.transition_to_inflight(scheduled)
-        )
-        timeline = self.table.timeline()
-        stats = []
-        for task_id, op in enumerate(plan.operations):
-            planned = FileSlice(
-                op.partition_path,
-                op.file_id,
-                op.base_instant_time or "",
-                _planned_base(op),
-                tuple(_planned_log(name, timeline) for name in op.delta_file_paths),
-            )
-            existing = self._existing_base_stat(inflight, op, task_id)
-            if existing is not None:  # written by an earlier attempt of this compaction
-                stats.append(existing)
-                continue
-            merged = merge_file_slice(self.table, timeline, planned)
-            stats.append(
-                self.write_base_file(
-                    inflight,
-                    op.partition_path,
-                    op.file_id,
-                    merged,
-                    task_id=task_id,
-                    prev_commit=op.base_instant_time,
-                    keep_meta=True,
-                )
-            )
-        return (yield from self.commit(inflight, stats, operation_type="COMPACT", compacted=True))
+        return (yield from run_compaction(self, scheduled))
 
-    def _existing_base_stat(
-        self, instant: Instant, op: CompactionOperation, task_id: int
-    ) -> WriteStat | None:
-        """The stat of a base file a failed attempt of ``instant`` already wrote (files are
-        created whole, so an existing one is complete); None if there is none."""
-        name = str(BaseFileName(op.file_id, self._token(task_id), instant.requested_time))
-        path = join(op.partition_path, name)
-        if not self.storage.exists(path):
-            return None
-        data = self.storage.read(path)
-        rows = pq.read_metadata(io.BytesIO(data)).num_rows
-        return WriteStat(
-            file_id=op.file_id,
-            path=path,
-            partition_path=op.partition_path,
-            prev_commit=op.base_instant_time,
-            num_writes=rows,
-            num_update_writes=rows,
-            total_write_bytes=len(data),
-            file_size_in_bytes=len(data),
-        )
-
-    def _token(self, task_id: int) -> WriteToken:
+    def write_token(self, task_id: int) -> WriteToken:
+        """The write token of this writer's files written by task ``task_id``."""
         return WriteToken(task_id, self.stage_id, task_id)
 
     # --- helpers --------------------------------------------------------------------------------
@@ -501,25 +351,7 @@ class TableWriter:
     def _with_meta(
         self, instant: Instant, partition: str, file_name: str, records: pa.Table, task_id: int
     ) -> pa.Table:
-        """Prepend Hudi's five meta columns, built column-wise (no per-record Python objects)."""
-        config = self.table.config
-        (key_field,) = config.record_key_fields or (None,)
-        if key_field is None or key_field not in records.column_names:
-            raise WriteError(f"records need the record key column {key_field!r}")
-        present = records.column_names
-        data = records.drop_columns([c for c in META_COLUMNS if c in present])
-        n = data.num_rows
-        key = data.column(key_field)
-        meta = {
-            "_hoodie_commit_time": repeated_string(instant.requested_time, n),
-            "_hoodie_commit_seqno": numbered_strings(f"{instant.requested_time}_{task_id}_", n),
-            "_hoodie_record_key": key if key.type == pa.string() else pc.cast(key, pa.string()),
-            "_hoodie_partition_path": repeated_string(partition, n),
-            "_hoodie_file_name": repeated_string(file_name, n),
-        }
-        columns = list(meta.values()) + list(data.columns)
-        names = list(meta) + data.column_names
-        return pa.Table.from_arrays(columns, names=names)
+        return with_meta_columns(self.table.config, instant, partition, file_name, records, task_id)
 
     def _latest_schema(self) -> str | None:
         """The schema of the latest completed commit that has one: a commit that wrote no records
@@ -545,39 +377,4 @@ class TableWriter:
     def _write_data_file(
         self, instant: Instant, partition: str, name: str, data: bytes, marker_type: str
     ) -> None:
-        if partition:
-            self._ensure_partition_metadata(partition, instant.requested_time)
-        marker = join(
-            MARKERS_FOLDER, instant.requested_time, partition, f"{name}.marker.{marker_type}"
-        )
-        with contextlib.suppress(FileAlreadyExistsError):  # a retried write re-creates its marker
-            self.storage.create_if_absent(marker, b"")
-        self.storage.create_if_absent(join(partition, name), data)
-
-    def _ensure_partition_metadata(self, partition: str, instant_time: str) -> None:
-        depth = len(partition.split("/"))
-        text = f"#partition metadata\ncommitTime={instant_time}\npartitionDepth={depth}\n"
-        with contextlib.suppress(FileAlreadyExistsError):
-            self.storage.create_if_absent(join(partition, PARTITION_METADATA), text.encode())
-
-    def _next_log_version(self, partition: str, file_id: str, instant_time: str) -> int:
-        versions = []
-        for f in self.storage.list_dir(partition):
-            try:
-                parsed = parse_log_file_name(f.name)
-            except FileNameError:
-                continue
-            if (parsed.file_id, parsed.instant_time) == (file_id, instant_time):
-                versions.append(parsed.version)
-        return max(versions, default=0) + 1
-
-
-def _planned_base(op: CompactionOperation) -> BaseFile | None:
-    if not op.data_file_path:
-        return None
-    return BaseFile(op.data_file_path, op.file_id, op.base_instant_time or "")
-
-
-def _planned_log(name: str, timeline: Timeline) -> LogFile:
-    parsed = parse_log_file_name(name)
-    return LogFile(name, parsed, timeline.completion_time(parsed.instant_time))
+        write_data_file(self.storage, instant, partition, name, data, marker_type)

@@ -34,11 +34,12 @@ from models.format.properties import COPY_ON_WRITE, MERGE_ON_READ
 from models.format.records import SCHEMA, partition_path
 from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.storage import InMemoryStorage
-from models.timeline.archive import archive_instants
+from models.timeline.archiver import archive_instants
 from models.timeline.instant import Instant
 from models.timeline.truetime import make_time_generator
 from models.view.table import HudiTable
-from models.write.writer import TableWriter, create_table
+from models.write.table_init import create_table
+from models.write.writer import TableWriter
 from tests.invariants.test_ledger import History, source
 
 START_MS = 1_767_225_600_000

@@ -25,7 +25,7 @@ from models.storage import InMemoryStorage
 from models.timeline.instant import Instant, State
 from models.timeline.instant_time import format_epoch_ms
 from models.view.table import HudiTable
-from models.write.writer import create_table
+from models.write.table_init import create_table
 from scenarios import catalog_dir, load_scenario
 from sim.world import RunOutcome, World
 from tests.sim.test_world import ALL_FAULTS, JOB, cached_run, scenario_toml

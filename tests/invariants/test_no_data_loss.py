@@ -27,7 +27,8 @@ from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.storage import InMemoryStorage
 from models.timeline.truetime import make_time_generator
 from models.view.table import HudiTable
-from models.write.writer import TableWriter, create_table
+from models.write.table_init import create_table
+from models.write.writer import TableWriter
 from tests.invariants.test_committed import SimTable
 from tests.invariants.test_ledger import History, source
 from tests.sim.test_world import ALL_FAULTS, cached_run, scenario_toml

@@ -18,7 +18,7 @@ import pytest
 from invariants.committed import load_committed
 from invariants.slicing import MAX_POINT_VIOLATIONS, check_slicing, expected_slicing
 from models.flink.write_task import bucket_file_id
-from models.format.commit_metadata import (
+from models.format.compaction_plan import (
     CompactionPlan,
     read_compaction_plan,
     write_compaction_plan,

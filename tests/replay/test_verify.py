@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from invariants.ledger import build_ledger
-from models.format.logfile import DataBlock, read_log_blocks
+from models.format.log_blocks import DataBlock
+from models.format.log_reader import read_log_blocks
 from models.format.records import RecordSource
 from models.storage import LocalStorage
 from models.view.fsview import latest_file_slices

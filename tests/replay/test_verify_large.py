@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from invariants.ledger import build_ledger
-from models.format.logfile import DataBlock, read_log_blocks
+from models.format.log_blocks import DataBlock
+from models.format.log_reader import read_log_blocks
 from models.history import read_history
 from models.storage import LocalStorage
 from models.view.fsview import FileSlice, latest_file_slices

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from models.storage import InMemoryStorage
 from models.view.partial_update import ColumnGroup, declare_column_groups
-from models.write.writer import create_table
+from models.write.table_init import create_table
 from scenarios import catalog_dir
 from testbed.check import oracle_skip_reason
 from testbed.cli import main

@@ -37,7 +37,7 @@ from click.testing import CliRunner, Result
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from models.format.logfile import read_log_frames
+from models.format.log_reader import read_log_frames
 from testbed.cli import main
 
 SCENARIO = """\

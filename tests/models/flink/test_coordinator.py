@@ -25,7 +25,8 @@ from models.timeline.instant import Instant, State
 from models.timeline.truetime import make_time_generator
 from models.view.reader import read_snapshot
 from models.view.table import HudiTable
-from models.write.writer import TableWriter, create_table
+from models.write.table_init import create_table
+from models.write.writer import TableWriter
 
 START_MS = 1_767_225_600_000
 DATA = SCHEMA.names

@@ -62,12 +62,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from models.flink.coordinator import (
-    CommitResult,
-    CoordinatorError,
-    CoordinatorState,
-    WriteCoordinator,
-)
+from models.flink.coordinator import CommitResult, CoordinatorError, WriteCoordinator
+from models.flink.event_buffers import CoordinatorState
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.flink.write_task import FileLayout, TaskState, WriteTask, route, write_records
 from models.format.properties import MERGE_ON_READ
@@ -86,7 +82,8 @@ from models.view.reader import read_snapshot
 from models.view.table import HudiTable
 from models.write.heartbeat import instants_to_roll_back
 from models.write.rollback import rollback
-from models.write.writer import TableWriter, create_table
+from models.write.table_init import create_table
+from models.write.writer import TableWriter
 from tests.table_harness import START_MS
 
 PARALLELISM = 2

@@ -31,7 +31,8 @@ from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.storage import InMemoryStorage
 from models.timeline.truetime import make_time_generator
 from models.view.reader import read_snapshot
-from models.write.writer import TableWriter, create_table
+from models.write.table_init import create_table
+from models.write.writer import TableWriter
 
 I1, I2 = "20260101000000100", "20260101000000200"
 

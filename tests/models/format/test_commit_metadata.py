@@ -24,31 +24,39 @@ from fastavro.schema import parse_schema, to_parsing_canonical_form
 
 from models.format import avro_schemas
 from models.format.commit_metadata import (
-    AVRO_MAGIC,
-    ClusteringGroup,
-    ClusteringSlice,
     CommitMetadata,
+    WriteStat,
+    read_commit_metadata,
+    write_commit_metadata,
+)
+from models.format.compaction_plan import (
     CompactionOperation,
     CompactionPlan,
+    read_compaction_plan,
+    write_compaction_plan,
+)
+from models.format.instant_serde import (
+    AVRO_MAGIC,
     FrozenMap,
-    InstantInfo,
     MetadataFormatError,
+    content_kind,
+    read_instant_record,
+)
+from models.format.requested_replace import (
+    ClusteringGroup,
+    ClusteringSlice,
     RequestedReplaceMetadata,
+    read_requested_replace_metadata,
+    write_requested_replace_metadata,
+)
+from models.format.rollback_metadata import (
+    InstantInfo,
     RollbackMetadata,
     RollbackPartitionMetadata,
     RollbackPlan,
     RollbackRequest,
-    WriteStat,
-    content_kind,
-    read_commit_metadata,
-    read_compaction_plan,
-    read_instant_record,
-    read_requested_replace_metadata,
     read_rollback_metadata,
     read_rollback_plan,
-    write_commit_metadata,
-    write_compaction_plan,
-    write_requested_replace_metadata,
     write_rollback_metadata,
     write_rollback_plan,
 )

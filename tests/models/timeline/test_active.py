@@ -3,12 +3,20 @@ write-once transitions of ActiveTimeline under TrueTime (docs/protocol.md sectio
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from models.format.properties import TableConfig
 from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.storage import FileAlreadyExistsError, FileStatus, InMemoryStorage, LocalStorage
-from models.timeline.active import ActiveTimeline, Timeline, TimelineError, instants_from_listing
+from models.timeline.active import (
+    ActiveTimeline,
+    ArchiveFallback,
+    Timeline,
+    TimelineError,
+    instants_from_listing,
+)
 from models.timeline.instant import Instant, State
 from models.timeline.instant_time import format_epoch_ms
 from models.timeline.truetime import make_time_generator
@@ -493,3 +501,44 @@ def test_as_of_inside_a_compaction_keeps_its_completed_action():
     # documented: the folded compaction becomes an inflight "commit", not a pending compaction
     assert timeline.as_of(t(8)).instants == (Instant(t(7), State.INFLIGHT, "commit"),)
     assert timeline.as_of(t(9)).instants == (Instant(t(7), State.COMPLETED, "commit", t(9)),)
+
+
+# ---------------------------------------------------------------------------------------------
+# The archive as a completion-time fallback
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class StubArchive:
+    completions: dict[str, str]
+    asked: int = 0
+
+    def completion_time(self, requested_time: str) -> str | None:
+        self.asked += 1
+        return self.completions.get(requested_time)
+
+
+def done(n: int, c: int, action: str = "deltacommit") -> Instant:
+    return Instant(t(n), State.COMPLETED, action, t(c))
+
+
+def test_timeline_answers_for_archived_instants_only_before_its_start():
+    archive = StubArchive({t(10): t(30)})
+    timeline = Timeline((done(40, 41), done(50, 51))).with_archive(ArchiveFallback(archive, t(40)))
+    assert timeline.completion_time(t(10)) == t(30)
+    assert timeline.is_completed(t(10))
+    assert timeline.completion_time(t(45)) is None  # never archived: not even asked
+    assert archive.asked == 2
+    assert timeline.completed().completion_time(t(10)) == t(30)  # derived timelines keep it
+    # time travel: archived, but completed after the bound
+    assert timeline.as_of(t(20)).completion_time(t(10)) is None
+    assert timeline.as_of(t(35)).completion_time(t(10)) == t(30)
+
+
+def test_the_14365_variant_keeps_archived_instants_committed_without_completion_times():
+    archive = StubArchive({t(10): t(30)})
+    fallback = ArchiveFallback(archive, t(40), use_completion_times=False)
+    timeline = Timeline((done(40, 41),)).with_archive(fallback)
+    assert timeline.completion_time(t(10)) is None
+    assert timeline.is_completed(t(10))
+    assert not timeline.is_completed(t(11))

@@ -23,7 +23,8 @@ from models.txn.concurrency import (
     touched_file_groups,
 )
 from models.view.reader import read_snapshot
-from models.write.writer import TableWriter, create_table
+from models.write.table_init import create_table
+from models.write.writer import TableWriter
 
 START_MS = 1_767_225_600_000
 FG_A = "aaaaaaaa-0000-4000-8000-000000000001-0"

@@ -6,7 +6,7 @@ requested times come from TrueTime, a monotonic counter here), append log files 
 insert base files into new ones, and complete in any order (completion times strictly increase);
 compactions are scheduled (opening new slices at once), executed and completed; completions may
 fail half-way (the instant stays inflight with its files); pending instants are rolled back; old
-instants are archived into the LSM timeline (models/timeline/archive.py).
+instants are archived into the LSM timeline (models/timeline/archiver.py).
 
 The oracle is the test's own record of what it did, never ``models``' view of it:
 
@@ -39,18 +39,20 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from models.format.commit_metadata import WriteStat, read_compaction_plan
+from models.format.commit_metadata import WriteStat
+from models.format.compaction_plan import read_compaction_plan
 from models.format.properties import MERGE_ON_READ
 from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.storage import InMemoryStorage
-from models.timeline.archive import archive_instants
+from models.timeline.archiver import archive_instants
 from models.timeline.instant import Instant, State
 from models.timeline.truetime import make_time_generator
 from models.view.filenames import parse_log_file_name
 from models.view.reader import read_snapshot
 from models.view.table import HudiTable
 from models.write.rollback import rollback
-from models.write.writer import TableWriter, create_table
+from models.write.table_init import create_table
+from models.write.writer import TableWriter
 from tests.table_harness import START_MS
 
 # (partition, file id) of the file groups; a key always lives in one of them

@@ -31,7 +31,8 @@ from models.view.partial_update import (
 )
 from models.view.reader import read_snapshot
 from models.view.table import HudiTable
-from models.write.writer import TableWriter, create_table
+from models.write.table_init import create_table
+from models.write.writer import TableWriter
 
 ORDERS = ColumnGroup("orders_ts", ("amount", "qty"))
 PAYMENTS = ColumnGroup("payments_ts", ("paid",))

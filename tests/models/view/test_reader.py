@@ -15,13 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.format.avro_arrow import arrow_schema_for
-from models.format.logfile import (
-    DataBlock,
-    DeleteBlock,
-    delete_keys_schema,
-    read_log_blocks,
-    write_log_blocks,
-)
+from models.format.log_blocks import DataBlock, DeleteBlock, delete_keys_schema
+from models.format.log_reader import read_log_blocks
+from models.format.log_writer import write_log_blocks
 from models.format.properties import (
     COMMIT_TIME_ORDERING,
     EVENT_TIME_ORDERING,
@@ -37,7 +33,7 @@ from models.format.properties import (
 )
 from models.storage import InMemoryStorage
 from models.timeline.active import Timeline
-from models.timeline.archive import archive_instants
+from models.timeline.archiver import archive_instants
 from models.timeline.instant import Instant, State
 from models.view import reader
 from models.view.filenames import parse_log_file_name

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from models.format.commit_metadata import InstantInfo, read_rollback_metadata, read_rollback_plan
 from models.format.properties import COPY_ON_WRITE
+from models.format.rollback_metadata import InstantInfo, read_rollback_metadata, read_rollback_plan
 from models.ports import run
 from models.timeline.instant import Instant, State
 from models.view.reader import read_snapshot

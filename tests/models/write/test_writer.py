@@ -15,7 +15,7 @@ from models.ports import run
 from models.storage import FileAlreadyExistsError
 from models.view.reader import read_snapshot
 from models.write.rollback import list_markers
-from models.write.writer import WriteError
+from models.write.write_handles import WriteError
 from tests.hudi_oracle import oracle_file_slices, oracle_read
 from tests.table_harness import TableHarness, rows
 from tests.testbed.test_cli import same_rows

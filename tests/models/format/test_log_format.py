@@ -1,4 +1,6 @@
-"""Tests for models.format.logfile (Hudi log blocks) and models.format.avro_arrow, against real Hudi tables.
+"""Hudi log files (models/format/log_format.py, log_blocks, log_reader, log_writer, log_data_block)
+and the Avro <-> Arrow mapping (models/format/avro_arrow.py, avro_to_arrow, arrow_to_avro), against
+real Hudi tables.
 
 The fixture tables (``tests/fixtures/hudi-tables``, written by Hudi 0.15/1.0/1.1) are the
 ground truth for the byte layout; hudi-rs (the ``hudi`` package) is the independent reader that
@@ -24,24 +26,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.format import logfile
-from models.format.avro_arrow import AvroArrowError, arrow_schema_for, avro_schema_for
-from models.format.logfile import (
+from models.format.arrow_to_avro import avro_schema_for
+from models.format.avro_arrow import arrow_schema_for
+from models.format.avro_to_arrow import AvroArrowError
+from models.format.log_blocks import CommandBlock, DataBlock, DeleteBlock, delete_keys_schema
+from models.format.log_format import (
     MAGIC,
     BlockType,
-    CommandBlock,
-    DataBlock,
-    DeleteBlock,
     HeaderKey,
     LogFormatError,
     UnsupportedLogBlockError,
-    decode_block,
-    delete_keys_schema,
-    encode_block,
-    read_log_blocks,
-    read_log_frames,
-    write_log_blocks,
 )
+from models.format.log_reader import decode_block, read_log_blocks, read_log_frames
+from models.format.log_writer import encode_block, write_log_blocks
 
 V6_TRIPS = "quickstart_trips_table_mor_avro_v6_trips_8i1u"
 V8_TRIPS = "quickstart_trips_table_mor_avro_v8_trips_8i3u1d"
@@ -222,73 +219,6 @@ def test_fixture_round_trip(hudi_tables: dict[str, Path]) -> None:
                     # Only the header entry order (a Java HashMap's) may differ.
                     assert old.content == new.content
                     assert len(data) == len(rewritten)
-
-
-ORDERING_CASES: list[tuple[pa.Array, bytes]] = [
-    (pa.array([True], pa.bool_()), b"\x02\x01"),
-    (pa.array([0], pa.int32()), b"\x04\x00"),
-    (pa.array([4000], pa.int64()), b"\x06\xc0\x3e"),
-    (pa.array([1.5], pa.float32()), b"\x08" + struct.pack("<f", 1.5)),
-    (pa.array([-2.25], pa.float64()), b"\x0a" + struct.pack("<d", -2.25)),
-    (pa.array([b"ab"], pa.binary()), b"\x0c\x04ab"),
-    (pa.array(["ab"], pa.string()), b"\x0e\x04ab"),
-    (pa.array([dt.date(1970, 1, 3)], pa.date32()), b"\x10\x04"),
-    (pa.array([Decimal("0.000000000000001")], pa.decimal128(30, 15)), b"\x12\x02\x01"),
-    (pa.array([2], pa.time64("us")), b"\x14\x04"),
-    (pa.array([1], pa.timestamp("us", tz="UTC")), b"\x16\x02"),
-    (pa.array([None], pa.int64()), b"\x00"),
-]
-
-
-@pytest.mark.parametrize(("ordering", "avro_bytes"), ORDERING_CASES)
-def test_delete_block_ordering_wrappers(ordering: pa.Array, avro_bytes: bytes) -> None:
-    """Each ordering type picks its wrapper's union branch (HoodieDeleteRecordList.avsc order)."""
-    keys = pa.table({"record_key": ["k"], "partition_path": ["p"], "ordering_value": ordering})
-    block = DeleteBlock(instant_time="20240101000000000", keys=keys)
-    raw = read_log_frames(encode_block(block))[0]
-    record = b"\x02\x02\x02k\x02\x02p" + avro_bytes + b"\x00"  # 1 item: key, partition, ordering
-    assert raw.content == struct.pack(">ii", 3, len(record)) + record
-    (back,) = read_log_blocks(encode_block(block))
-    assert isinstance(back, DeleteBlock)
-    expected_type = pa.null() if ordering.null_count == len(ordering) else ordering.type
-    assert back.keys.schema == delete_keys_schema(expected_type)
-    assert back.keys.column("ordering_value").to_pylist() == ordering.to_pylist()
-
-
-def test_delete_block_bytes_match_hudi_encoding() -> None:
-    """Two LongWrapper deletes encode as Hudi writes them (hudi-rs PR #663 quotes these bytes)."""
-    keys = pa.table(
-        {
-            "record_key": ["4", "3"],
-            "partition_path": ["", ""],
-            "ordering_value": pa.array([4000, 3000], pa.int64()),
-        }
-    )
-    raw = read_log_frames(encode_block(DeleteBlock("20240101000000000", keys)))[0]
-    expected = bytes.fromhex("04 020234 0200 06c03e 020233 0200 06f02e 00")
-    assert raw.content == struct.pack(">ii", 3, len(expected)) + expected
-
-
-def test_delete_block_widening_and_mixed_types() -> None:
-    keys = pa.table(
-        {
-            "record_key": ["a", "b"],
-            "partition_path": ["p", None],
-            "ordering_value": pa.array([Decimal("1.5"), None], pa.decimal128(5, 1)),
-        }
-    )
-    (back,) = read_log_blocks(encode_block(DeleteBlock("20240101000000000", keys)))
-    assert isinstance(back, DeleteBlock)
-    assert back.keys.column("ordering_value").type == pa.decimal128(30, 15)
-    assert back.keys.column("ordering_value").to_pylist() == [Decimal("1.5"), None]
-    assert back.keys.column("partition_path").to_pylist() == ["p", None]
-    with pytest.raises(ValueError, match="no Hudi ordering wrapper"):
-        encode_block(
-            DeleteBlock(
-                "20240101000000000",
-                keys.set_column(2, "ordering_value", pa.array([[1], None], pa.list_(pa.int8()))),
-            )
-        )
 
 
 def test_command_block_round_trip_and_hudi_layout() -> None:
@@ -684,58 +614,3 @@ def test_hudi_rs_honours_written_rollback_block(
     else:
         log.write_bytes(write_log_blocks([update, rollback]))
     assert commit_time_of_key() != update.instant_time
-
-
-# --------------------------------------------------------------------------------------------
-# Freshly written log files answered without decoding
-# --------------------------------------------------------------------------------------------
-
-
-def _parquet_block(n: int, *, ts_type: pa.DataType | None = None) -> DataBlock:
-    records = pa.table(
-        {
-            "_hoodie_record_key": pa.array([f"k{i}" for i in range(n)]),
-            "ts": pa.array(range(n), ts_type or pa.int64()),
-            "flag": pa.array([i % 2 == 0 for i in range(n)]),
-        }
-    )
-    chunked = pa.concat_tables([records.slice(0, n // 2), records.slice(n // 2)])
-    schema = avro_schema_for(records.schema, "t_record", "hoodie.t")
-    return DataBlock("20250101000000001", schema, chunked, "parquet", extra_header={7: "x"})
-
-
-def test_a_just_written_log_reads_back_as_a_fresh_decode_would() -> None:
-    blocks = [_parquet_block(40), _parquet_block(3)]
-    data = write_log_blocks(blocks)
-    remembered = read_log_blocks(data)
-    decoded = read_log_blocks(bytearray(data))  # not bytes: always decoded
-    assert remembered == decoded
-    for got, fresh in zip(remembered, decoded, strict=True):
-        assert got.records.schema == fresh.records.schema
-        assert [c.num_chunks for c in got.records.columns] == [
-            c.num_chunks for c in fresh.records.columns
-        ]
-    assert read_log_blocks(bytes(bytearray(data))) == decoded  # equal bytes, any object
-
-
-def test_only_plain_parquet_data_blocks_are_remembered() -> None:
-    with_delete = [
-        _parquet_block(4),
-        DeleteBlock(
-            "20250101000000001",
-            pa.table({"record_key": ["k1"], "partition_path": [""], "ordering_value": [None]}),
-        ),
-    ]
-    data = write_log_blocks(with_delete)
-    assert data not in logfile._recently_written
-    assert read_log_blocks(data) == read_log_blocks(bytearray(data))
-    timestamps = write_log_blocks([_parquet_block(4, ts_type=pa.timestamp("us"))])
-    assert timestamps not in logfile._recently_written
-    plain = write_log_blocks([_parquet_block(5)])
-    assert plain in logfile._recently_written
-
-
-def test_remembered_logs_are_bounded() -> None:
-    for n in range(logfile.RECENTLY_WRITTEN_FILES + 5):
-        write_log_blocks([_parquet_block(n % 7 + 1, ts_type=pa.int32())])
-    assert len(logfile._recently_written) <= logfile.RECENTLY_WRITTEN_FILES

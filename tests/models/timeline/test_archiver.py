@@ -1,32 +1,21 @@
-"""Archived (LSM) timeline: retention rules, the on-storage layout, reading it back, and the
-completion-time fallback that keeps file slicing right after archiving (apache/hudi#14365)."""
+"""Archiving: which instants may move to the LSM timeline, what its rows hold, and real tables
+read by our reader and hudi-rs after archiving (apache/hudi#14365)."""
 
 from __future__ import annotations
 
-import io
-import json
-from dataclasses import dataclass
-
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from models.format.commit_metadata import read_compaction_plan
+from models.format.compaction_plan import read_compaction_plan
 from models.format.properties import COPY_ON_WRITE, MERGE_ON_READ
 from models.storage import InMemoryStorage, LocalStorage
-from models.timeline.active import ArchiveFallback, Timeline
-from models.timeline.archive import (
-    LSM_SCHEMA,
-    ArchivedTimeline,
-    ArchiveError,
-    archive_instants,
-    instants_to_archive,
-    parse_lsm_file_name,
-)
+from models.timeline.archiver import archive_instants, instants_to_archive
 from models.timeline.instant import Instant, State
+from models.timeline.lsm_timeline import ArchiveError
 from models.view.reader import read_snapshot
 from models.view.table import HudiTable
-from models.write.writer import TableWriter, create_table
+from models.write.table_init import create_table
+from models.write.writer import TableWriter
 from tests import hudi_oracle
 from tests.table_harness import TableHarness, rows
 
@@ -159,35 +148,7 @@ def test_keep_limits_are_validated(max_active, min_active):
         archive_instants(synthetic(), max_active=max_active, min_active=min_active)
 
 
-# --- the LSM layout -----------------------------------------------------------------------------
-
-
-def test_lsm_file_manifest_and_version_file():
-    table = synthetic(MERGE_ON_READ)
-    commits(table, 10, 20, action="deltacommit")
-    add(table, 30, "compaction", done=35)
-    commits(table, 40, 50, 60, action="deltacommit")
-    archived = archive_instants(table, max_active=3, min_active=1)
-    storage = table.storage
-    name = f"{t(10)}_{t(20)}_0.parquet"
-    assert times(archived) == [t(10), t(20)]
-    assert storage.read(f"{HISTORY}/_version_") == b"1"
-    manifest = json.loads(storage.read(f"{HISTORY}/manifest_1"))
-    assert manifest == {
-        "files": [{"fileName": name, "fileLen": len(storage.read(f"{HISTORY}/{name}"))}]
-    }
-    rows = pq.read_table(io.BytesIO(storage.read(f"{HISTORY}/{name}")))
-    assert rows.schema.remove_metadata() == LSM_SCHEMA
-    assert b"HoodieLSMTimelineInstant" in rows.schema.metadata[b"parquet.avro.schema"]
-    assert rows.column("instantTime").to_pylist() == [t(10), t(20)]
-    assert rows.column("completionTime").to_pylist() == [t(11), t(21)]
-    assert rows.column("action").to_pylist() == ["deltacommit", "deltacommit"]
-    # metadata holds the completed file's bytes (our synthetic files contain their own names)
-    assert rows.column("metadata").to_pylist() == [
-        f"{t(10)}_{t(11)}.deltacommit".encode(),
-        f"{t(20)}_{t(21)}.deltacommit".encode(),
-    ]
-    assert rows.column("version").to_pylist() == [1, 1]
+# --- what an archived row holds ----------------------------------------------------------------
 
 
 def test_compaction_rows_carry_the_action_of_the_completed_file_and_the_plan(tmp_path):
@@ -206,89 +167,6 @@ def test_compaction_rows_carry_the_action_of_the_completed_file_and_the_plan(tmp
     assert row.completion_time == archived[2].completion_time
     assert read_compaction_plan(row.plan).file_groups() == (("p=1", FG_A),)
     assert records[c.requested_time].plan is None
-
-
-def test_l0_files_are_merged_into_l1_and_old_snapshots_cleaned():
-    table = synthetic()
-    archived_all = []
-    for round_ in range(7):
-        base = 100 * round_ + 10
-        commits(table, base, base + 10, base + 20)
-        archived_all += archive_instants(table, max_active=2, min_active=1, merge_factor=3)
-    reader = ArchivedTimeline(table.storage, table.config)
-    files = reader.manifest().file_names()
-    layers = sorted(parse_lsm_file_name(f).layer for f in files)
-    assert layers == [0, 1, 1], files
-    assert reader.instants() == tuple(archived_all)
-    # cleaning keeps the newest (3 + compacted layers) snapshots for concurrent readers, and
-    # exactly the data files those snapshots list: the first merged L0 files are gone
-    listed = {f.name for f in table.storage.list_dir(HISTORY)}
-    kept = sorted(int(f.split("_")[1]) for f in listed if f.startswith("manifest_"))
-    assert kept == list(range(kept[0], reader.latest_version() + 1))
-    assert len(kept) <= 4
-    referenced = {name for v in kept for name in reader.manifest(v).file_names()}
-    assert {f for f in listed if f.endswith(".parquet")} == referenced
-    assert f"{t(10)}_{t(20)}_0.parquet" not in listed
-    assert f"{t(10)}_{t(220)}_1.parquet" in files
-
-
-def test_reader_falls_back_to_the_manifests_without_a_version_file():
-    table = synthetic()
-    commits(table, 10, 20, 30, 40)
-    archived = archive_instants(table, max_active=2, min_active=1)
-    table.storage.delete(f"{HISTORY}/_version_")
-    reader = ArchivedTimeline(table.storage, table.config)
-    assert reader.latest_version() == 1
-    assert reader.instants() == tuple(archived)
-    assert reader.completion_time(t(20)) == t(21)
-    assert reader.completion_time(t(40)) is None
-
-
-def test_a_table_without_history_has_an_empty_archive():
-    table = synthetic()
-    reader = ArchivedTimeline(table.storage, table.config)
-    assert reader.latest_version() == -1
-    assert reader.is_empty()
-    assert reader.instants() == ()
-
-
-# --- the completion-time fallback ----------------------------------------------------------------
-
-
-@dataclass
-class StubArchive:
-    completions: dict[str, str]
-    asked: int = 0
-
-    def completion_time(self, requested_time: str) -> str | None:
-        self.asked += 1
-        return self.completions.get(requested_time)
-
-
-def done(n: int, c: int, action: str = "deltacommit") -> Instant:
-    return Instant(t(n), State.COMPLETED, action, t(c))
-
-
-def test_timeline_answers_for_archived_instants_only_before_its_start():
-    archive = StubArchive({t(10): t(30)})
-    timeline = Timeline((done(40, 41), done(50, 51))).with_archive(ArchiveFallback(archive, t(40)))
-    assert timeline.completion_time(t(10)) == t(30)
-    assert timeline.is_completed(t(10))
-    assert timeline.completion_time(t(45)) is None  # never archived: not even asked
-    assert archive.asked == 2
-    assert timeline.completed().completion_time(t(10)) == t(30)  # derived timelines keep it
-    # time travel: archived, but completed after the bound
-    assert timeline.as_of(t(20)).completion_time(t(10)) is None
-    assert timeline.as_of(t(35)).completion_time(t(10)) == t(30)
-
-
-def test_the_14365_variant_keeps_archived_instants_committed_without_completion_times():
-    archive = StubArchive({t(10): t(30)})
-    fallback = ArchiveFallback(archive, t(40), use_completion_times=False)
-    timeline = Timeline((done(40, 41),)).with_archive(fallback)
-    assert timeline.completion_time(t(10)) is None
-    assert timeline.is_completed(t(10))
-    assert not timeline.is_completed(t(11))
 
 
 # --- real tables: our reader and hudi-rs ---------------------------------------------------------
