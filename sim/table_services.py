@@ -2,7 +2,7 @@
 and the OCC conflict check at commit.
 
 The decisions are the real ones in ``models/`` (:mod:`models.write.heartbeat`, :mod:`models.write.rollback`,
-:mod:`models.timeline.archive`, :mod:`models.txn.concurrency`, :class:`models.write.writer.TableWriter`); this module
+:mod:`models.timeline.archiver`, :mod:`models.txn.concurrency`, :class:`models.write.writer.TableWriter`); this module
 decides *when* they run, as Hudi's Flink pipeline does:
 
 - Every job's coordinator keeps a heartbeat for each instant it has started and not committed,

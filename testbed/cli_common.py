@@ -26,7 +26,8 @@ class UserError(click.ClickException):
     exit_code = EXIT_USAGE
 
     def show(self, file=None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
+        # one line whatever the message holds (a library's error may span several)
+        click.echo(f"error: {' '.join(self.format_message().split())}", err=True)
 
 
 def open_table(path: str) -> HudiTable:

@@ -121,7 +121,7 @@ def check_outcome(tmp_path: Path, content: bytes) -> None:
         lines = stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), stderr
         assert "Traceback" not in stderr
-        if "max_wall_s" in stderr:  # a runaway keeps its partial folder, marked as such
+        if "stopped after [sim] max_wall_s" in stderr:  # a runaway keeps its partial folder
             assert (tmp_path / "out" / "partial.json").is_file()
     else:
         assert code in (0, 1), (code, stderr)
@@ -142,6 +142,7 @@ def check_outcome(tmp_path: Path, content: bytes) -> None:
 @example(content=b"[scenario]\nname = 'x'\nduration_s = 1e12\n")
 @example(content=b"[scenario]\nname = 'x'\nseed = 9223372036854775808\n")
 @example(content=b"[scenario]\nname = '../../etc/evil'\n")
+@example(content=b"[scenario]\nname = 'x'\n[sim]\ncolour = 1\n")  # names max_wall_s, not a runaway
 @example(content=b"[scenario]\nname = 'x'\nduration_s = 86400\n[[jobs]]\nrecords_per_s = 10000\n")
 def test_any_scenario_file_ends_in_a_verdict_or_one_error_line(tmp_path_factory, content):
     check_outcome(tmp_path_factory.mktemp("fuzz"), content)

@@ -333,14 +333,18 @@ def test_a_damaged_deltacommit_is_an_error(pristine: Pristine, tmp_path: Path, k
 
 def test_a_base_file_of_random_bytes_is_an_error(pristine: Pristine, tmp_path: Path) -> None:
     (base,) = {f"{s['partition']}/{s['base_file']}" for s in pristine.inspect["file_slices"][:1]}
-    table = damaged_copy(pristine, tmp_path, Damage("random", base, payload=b"\x07" * 300)) / "table"
+    table = (
+        damaged_copy(pristine, tmp_path, Damage("random", base, payload=b"\x07" * 300)) / "table"
+    )
     message = _one_error_naming(_invoke("read", str(table)), Path(base).name)
     assert "not a readable parquet file" in message
 
 
 def test_a_corrupt_archive_manifest_is_an_error(pristine: Pristine, tmp_path: Path) -> None:
     manifest = [f for f in pristine.files if "/history/manifest_" in f][-1]
-    table = damaged_copy(pristine, tmp_path, Damage("random", manifest, payload=b"{not json")) / "table"
+    table = (
+        damaged_copy(pristine, tmp_path, Damage("random", manifest, payload=b"{not json")) / "table"
+    )
     for args in (("inspect", str(table)), ("read", str(table))):
         message = _one_error_naming(_invoke(*args), Path(manifest).name)
         assert "not an LSM timeline manifest" in message

@@ -192,3 +192,10 @@ def test_a_runaway_run_stops_with_a_partial_folder(source, tmp_path):
     partial = json.loads((out / "partial.json").read_text())
     assert partial["partial"] is True and 0 < partial["simulated_ms"] < 600_000
     assert (out / "history.jsonl").read_text().count("\n") > 0
+
+
+def test_a_user_error_spanning_lines_is_shown_on_one(capsys):
+    from testbed.cli_common import UserError
+
+    UserError("a.parquet: Invalid: bad footer\n  in column 3\n").show()
+    assert capsys.readouterr().err == "error: a.parquet: Invalid: bad footer in column 3\n"
