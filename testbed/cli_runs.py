@@ -179,6 +179,7 @@ def explore(
     """
     from scenarios.schema import ScenarioError, load_scenario
     from testbed import explore as search
+    from testbed import explore_report
 
     source = Path(scenario_file)
     if not source.is_file():
@@ -188,7 +189,7 @@ def explore(
     except ScenarioError as err:
         raise UserError(str(err)) from None
     seeds = parse_seed_range(seed_range)
-    target = Path(out) if out else search.default_out(scenario, search_seed)
+    target = Path(out) if out else explore_report.default_out(scenario, search_seed)
     claim_output(target, force)
     status = None if quiet else ExploreStatus(scenario.scenario.name, examples)
     try:
@@ -205,11 +206,11 @@ def explore(
         if status is not None:
             status.close()
     try:
-        counterexample = search.write_result(result, target, seed=search_seed)
+        counterexample = explore_report.write_result(result, target, seed=search_seed)
     except KeyboardInterrupt:  # while the counterexample's replay was being checked
         result = dataclasses.replace(result, interrupted=True)
-        counterexample = search.write_interrupted_result(result, target, seed=search_seed)
-    for line in search.report_lines(result, counterexample, target):
+        counterexample = explore_report.write_interrupted_result(result, target, seed=search_seed)
+    for line in explore_report.report_lines(result, counterexample, target):
         click.echo(line)
     if result.interrupted:
         sys.exit(EXIT_INTERRUPTED)

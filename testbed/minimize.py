@@ -60,17 +60,21 @@ from models.history import Event
 from scenarios.schema import Scenario, load_scenario, resolved_toml, scenario_from_dict
 from testbed.atomic import write_text_atomic
 from testbed.explore import (
-    RANDOM_RATES,
-    Candidate,
     ExploreProgress,
     ExploreResult,
     Outcome,
-    explain,
-    make_candidate,
-    replay_command,
     run_candidate,
-    summarize,
     tighten,
+)
+from testbed.explore_draw import (
+    RANDOM_RATES,
+    Candidate,
+    make_candidate,
+)
+from testbed.explore_report import (
+    explain,
+    replay_command,
+    summarize,
 )
 
 DEFAULT_MAX_RUNS = 24

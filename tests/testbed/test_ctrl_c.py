@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from testbed import explore as explore_module
+from testbed import explore_report as explore_module
 from testbed.cli import main
 from testbed.outputs import MARKER
 

@@ -30,13 +30,17 @@ from scenarios.schema import load_scenario, parse_scenario
 from sim.world import World
 from testbed.cli import main
 from testbed.explore import (
+    Outcome,
+    explore,
+)
+from testbed.explore_draw import (
     RANDOM_RATES,
     Candidate,
-    Outcome,
     candidate_scenario,
     candidates,
-    explore,
     fault_plan,
+)
+from testbed.explore_report import (
     report_lines,
     write_result,
 )
