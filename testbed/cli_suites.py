@@ -96,6 +96,7 @@ def suite(
     """
     from scenarios.schema import ScenarioError
     from testbed import suite as suites
+    from testbed.suite_summary import report_lines, summary_table
 
     try:
         chosen = suites.resolve(targets)
@@ -128,8 +129,8 @@ def suite(
             bar.close()
     from rich.console import Console
 
-    Console(width=max(120, Console().width)).print(suites.summary_table(outcome.summary))
-    for line in suites.report_lines(outcome):
+    Console(width=max(120, Console().width)).print(summary_table(outcome.summary))
+    for line in report_lines(outcome):
         click.echo(line)
     sys.exit(outcome.exit_code)
 

@@ -18,6 +18,7 @@ from testbed import run as run_module
 from testbed import suite as suite_module
 from testbed.cli import main
 from testbed.suite import execute, plan_runs, resolve, run_suite
+from testbed.suite_summary import report_lines
 
 REAL = """\
 [scenario]
@@ -335,7 +336,7 @@ def test_a_missing_report_fails_the_suite_but_keeps_the_summary(files, tmp_path,
     assert outcome.exit_code == 1
     assert outcome.report is None and "no plots today" in outcome.report_error
     assert (tmp_path / "out" / "summary.json").is_file()
-    assert any("report.html not written" in line for line in suite_module.report_lines(outcome))
+    assert any("report.html not written" in line for line in report_lines(outcome))
 
 
 def test_execute_writes_the_run_folder_like_testbed_run(files, tmp_path):
