@@ -18,9 +18,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from models.flink.write_task import precombine
 from models.format.properties import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
-from models.format.records import RECORD_KEY_FIELD, RECORD_LEVEL_FIELDS, RecordSource
+from models.format.records import (
+    ORDERING_FIELD,
+    RECORD_KEY_FIELD,
+    RECORD_LEVEL_FIELDS,
+    RecordSource,
+)
 from models.history import Event
 from models.view.partial_update import ColumnGroup
 
@@ -140,14 +144,14 @@ class Ledger:
         elif self.merge_mode == COMMIT_TIME_ORDERING and len(self.jobs) > 1:
             rows = self._last_committed()
         else:
-            rows = precombine(_in_offset_order(self.records()), self.merge_mode)
+            rows = latest_per_key(_in_offset_order(self.records()), self.merge_mode)
         return rows.take(pc.sort_indices(rows, [(RECORD_KEY_FIELD, "ascending")]))
 
     def _last_committed(self) -> pa.Table:
         """Per key, the version whose commit completed last (see :meth:`model`)."""
         winners = []
         for job in self.jobs:
-            rows = precombine(job.source.batch(0, job.covered), COMMIT_TIME_ORDERING)
+            rows = latest_per_key(job.source.batch(0, job.covered), COMMIT_TIME_ORDERING)
             at = job.commit_positions(rows.column("offset").to_numpy())
             winners.append(rows.append_column(_AT, pa.array(at, pa.int64())))
         rows = pa.concat_tables(winners)
@@ -167,7 +171,7 @@ class Ledger:
         wrote the key; the record-level columns (``part``, ``ts``, ``offset``, ``job``) from the
         first job in job order that wrote the key (:mod:`models.view.partial_update`)."""
         winners = [
-            precombine(_in_offset_order(j.source.batch(0, j.covered)), EVENT_TIME_ORDERING)
+            latest_per_key(_in_offset_order(j.source.batch(0, j.covered)), EVENT_TIME_ORDERING)
             for j in self.jobs
         ]
         tagged = pa.concat_tables(
@@ -281,3 +285,23 @@ def build_ledger(events: Sequence[Event]) -> Ledger:
 
 
 __all__ = ["JobLedger", "Ledger", "LedgerError", "build_ledger", "column_groups_of"]
+
+
+def latest_per_key(rows: pa.Table, merge_mode: str) -> pa.Table:
+    """The version of each record key a merge keeps, in arrival order: the greatest ordering
+    value, the later arrival on a tie (event-time ordering), or the last arrival (commit-time
+    ordering). The checkers' own reading of docs/protocol.md section 5.2 (Hudi's
+    ``preCombine``): per-key aggregates, not the sort the write task uses."""
+    if rows.num_rows < 2:
+        return rows
+    candidates = pa.table(
+        {"key": rows.column(RECORD_KEY_FIELD), "pos": np.arange(rows.num_rows, dtype=np.int64)}
+    )
+    if merge_mode != COMMIT_TIME_ORDERING:
+        ordering = rows.column(ORDERING_FIELD)
+        candidates = candidates.append_column("ord", ordering)
+        best = candidates.group_by("key").aggregate([("ord", "max")])
+        candidates = candidates.join(best, "key")
+        candidates = candidates.filter(pc.equal(candidates["ord"], candidates["ord_max"]))
+    last = candidates.group_by("key").aggregate([("pos", "max")]).column("pos_max")
+    return rows.take(pa.array(np.sort(last.to_numpy())))

@@ -12,8 +12,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from invariants.ledger import NEVER_COMMITTED, LedgerError, build_ledger
+from invariants.ledger import NEVER_COMMITTED, LedgerError, build_ledger, latest_per_key
 from models.format.records import RecordSource
 from models.history import Event, read_history, write_history
 
@@ -353,3 +355,26 @@ def test_a_job_name_with_a_slash_is_refused_by_the_schema():
 
     with pytest.raises(ScenarioError, match=r"jobs\[0\]\.name"):
         parse_scenario('[scenario]\nname = "x"\n[[jobs]]\nname = "team/ingest"\n')
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3)), max_size=40),
+    st.sampled_from(["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"]),
+)
+def test_latest_per_key_keeps_the_version_a_merge_keeps(batch, merge_mode):
+    """Against a plain reading of the rule: per key the greatest ``ts``, the later arrival on a
+    tie (event time), or simply the last arrival (commit time); winners in arrival order."""
+    rows = pa.table(
+        {
+            "key": [f"k{key}" for key, _ in batch],
+            "ts": pa.array([ts for _, ts in batch], pa.int64()),
+            "arrival": pa.array(range(len(batch)), pa.int64()),
+        }
+    )
+    winner: dict[str, int] = {}
+    for arrival, (key, ts) in enumerate(batch):
+        best = winner.get(f"k{key}")
+        if best is None or merge_mode == "COMMIT_TIME_ORDERING" or ts >= batch[best][1]:
+            winner[f"k{key}"] = arrival
+    kept = latest_per_key(rows, merge_mode)
+    assert kept.column("arrival").to_pylist() == sorted(winner.values())
