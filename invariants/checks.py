@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from invariants.commit_order import check_commit_order
 from invariants.committed import load_committed
+from invariants.completion_after_request import check_completion_after_request
 from invariants.exactly_once import check_exactly_once
-from invariants.instants import (
-    check_commit_order,
-    check_completion_after_request,
-    check_instant_monotonic,
-    check_instant_unique,
-)
+from invariants.instant_monotonic import check_instant_monotonic
+from invariants.instant_unique import check_instant_unique
 from invariants.liveness import check_liveness
 from invariants.merge_convergence import check_merge_convergence
 from invariants.no_data_loss import check_no_data_loss

@@ -37,7 +37,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from invariants.committed import DELETED, events_of, instant_events, load_committed
+from invariants.committed import load_committed
+from invariants.committed_rows import DELETED
+from invariants.instant_events import events_of, instant_events
 from invariants.ledger import JobLedger, build_ledger
 from invariants.verdict import Verdict, Violation
 from models.format.properties import COMMIT_TIME_ORDERING

@@ -42,19 +42,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from invariants.committed import (
-    COMMIT_TIME,
-    FILE_NAME,
-    PARTITION,
-    TIME,
-    CommittedRows,
-    CommittedTable,
-    events_of,
-    instant_events,
-    load_committed,
-    parse_data_file,
-    system_view,
-)
+from invariants.committed import CommittedTable, load_committed
+from invariants.committed_rows import COMMIT_TIME, FILE_NAME, PARTITION, TIME, CommittedRows
+from invariants.instant_events import events_of, instant_events
 from invariants.ledger import column_groups_of
 from invariants.merging import (
     IDENT,
@@ -69,6 +59,8 @@ from invariants.merging import (
     reader_rows,
     show_ident,
 )
+from invariants.raw_files import parse_data_file
+from invariants.sut_view import system_view
 from invariants.verdict import Verdict, Violation
 from models.history import Event
 from models.view.table import HudiTable

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from invariants.committed import (
+from invariants.committed_rows import (
     COMMIT_TIME,
     DELETED,
     FILE_NAME,

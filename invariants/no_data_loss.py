@@ -13,7 +13,7 @@ Two comparisons:
   write instants completed by then (their commit metadata lists the files; the records are merged
   per key by the table's merge mode with the checkers' own code, :mod:`invariants.merging`, never
   the reader's). A read costs a snapshot each, so the bounds are a deterministic sample
-  (:func:`invariants.committed.travel_points`: every compaction with the writes just before and
+  (:func:`invariants.time_travel.travel_points`: every compaction with the writes just before and
   after it, the moments an earlier write was still pending, an even spread; at most 24 and a
   bounded number of file reads); the final snapshot is compared the same way too.
 
@@ -28,18 +28,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from invariants.committed import (
-    CommittedTable,
-    RawInstant,
-    SystemView,
-    events_of,
-    instant_events,
-    load_committed,
-    system_view,
-    travel_points,
-)
+from invariants.committed import CommittedTable, load_committed
+from invariants.instant_events import events_of, instant_events
 from invariants.ledger import build_ledger, column_groups_of
 from invariants.merging import compare, data_columns, merge_spec_for, merged_at, reader_rows
+from invariants.raw_files import RawInstant
+from invariants.sut_view import SystemView, system_view
+from invariants.time_travel import travel_points
 from invariants.verdict import Verdict, Violation
 from models.format.records import RECORD_KEY_FIELD, SCHEMA
 from models.history import Event

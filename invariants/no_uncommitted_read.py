@@ -19,7 +19,7 @@ rest is reported in two kinds:
 Where they came from: data files named with the offending instant are read and searched for the
 returned rows; the violation names those files and the history events of the instant (its commit,
 the flushes that wrote the files, a rollback). Checked on the final snapshot and at the time-travel
-bounds of :func:`invariants.committed.travel_points`.
+bounds of :func:`invariants.time_travel.travel_points`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from invariants.committed import (
+from invariants.committed import CommittedTable, load_committed
+from invariants.committed_rows import (
     COMMIT_TIME,
     KEY,
     PARTITION,
@@ -40,16 +41,13 @@ from invariants.committed import (
     RECORD_KEY,
     TIME,
     CommittedRows,
-    CommittedTable,
-    RawInstant,
-    events_of,
-    instant_events,
-    load_committed,
-    system_view,
-    travel_points,
 )
+from invariants.instant_events import events_of, instant_events
 from invariants.ledger import column_groups_of
 from invariants.merging import data_columns
+from invariants.raw_files import RawInstant
+from invariants.sut_view import system_view
+from invariants.time_travel import travel_points
 from invariants.verdict import Verdict, Violation
 from models.history import Event
 from models.view.partial_update import ColumnGroup

@@ -3,7 +3,7 @@ committed log file is in exactly one file slice, the one the rule names, and eve
 holds exactly the logs the rule puts in the slice it compacts.
 
 The expected slicing is computed here, independently of ``models/view/fsview.py``, from the raw table
-(:mod:`invariants.committed`: own parse of file names, completion times from the completed instant
+(:mod:`invariants.raw_files`: own parse of file names, completion times from the completed instant
 files' names):
 
 * a log is *committed* when a completed deltacommit lists it in its write stats; its completion
@@ -21,7 +21,7 @@ files' names):
 The slices compared against are those of the system under test: ``models.view.table.HudiTable`` with
 the run's own variant (``[protocol] file_slicing``, ``slice_anchor``, and
 ``archived_completion_lookup = false`` as a table without the archive fallback), at the end and as
-of the time-travel bounds of :func:`invariants.committed.travel_points` (a log of a deltacommit
+of the time-travel bounds of :func:`invariants.time_travel.travel_points` (a log of a deltacommit
 still pending at a bound is uncommitted there: that is where an anchor on an uncommitted log
 shows). As of a bound, a compaction that completed after it does not open a slice: time travel
 sees only its completed ``commit`` (``models.timeline.active.Timeline.as_of``), and a reader merges a
@@ -35,17 +35,11 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from invariants.committed import (
-    CommittedTable,
-    DataFile,
-    RawInstant,
-    SystemView,
-    events_of,
-    instant_events,
-    load_committed,
-    system_view,
-    travel_points,
-)
+from invariants.committed import CommittedTable, load_committed
+from invariants.instant_events import events_of, instant_events
+from invariants.raw_files import DataFile, RawInstant
+from invariants.sut_view import SystemView, system_view
+from invariants.time_travel import travel_points
 from invariants.verdict import Verdict, Violation
 from models.history import Event
 from models.view.table import CorruptTableError, HudiTable

@@ -56,8 +56,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scenarios.expectations import Expectation
 from scenarios.schema import Scenario, ScenarioError, resolved_toml, scenario_from_dict
-from scenarios.suites import Expectation, Suite, SuiteBook, files_suite, load_suites
+from scenarios.suite_entries import Suite
+from scenarios.suites import SuiteBook, files_suite, load_suites
 from testbed.atomic import staging_path, write_text_atomic
 from testbed.interrupt import remove_files, sigint_held
 from testbed.outputs import inside, write_marker

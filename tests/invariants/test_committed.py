@@ -1,4 +1,5 @@
-"""Tests for invariants/committed.py: the checkers' own reading of a table's raw files.
+"""Tests for invariants/committed.py: the checkers' own reading of a table (instants, listed files,
+rows) and its cache.
 
 :class:`SimTable` builds small tables in the simulator's shape (records of
 :class:`models.format.records.RecordSource`, one bucket per partition, parquet log blocks) through the
@@ -17,24 +18,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from invariants.committed import (
-    COMMIT_TIME,
-    KEY,
-    TIME,
-    CommittedTable,
-    load_committed,
-    parse_data_file,
-    system_view,
-    travel_points,
-)
+from invariants.committed import load_committed
+from invariants.committed_rows import TIME
 from invariants.ledger import build_ledger
+from invariants.time_travel import travel_points
 from models.flink.write_task import bucket_file_id
 from models.format.commit_metadata import WriteStat
 from models.format.properties import COPY_ON_WRITE, MERGE_ON_READ
 from models.format.records import SCHEMA, partition_path
 from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.storage import InMemoryStorage
-from models.timeline.archiver import archive_instants
 from models.timeline.instant import Instant
 from models.timeline.truetime import make_time_generator
 from models.view.table import HudiTable
@@ -164,36 +157,6 @@ class SimTable:
         )
 
 
-# --- names -----------------------------------------------------------------------------------
-
-
-def test_data_file_names_are_parsed_independently():
-    base = parse_data_file("part=p0/abc-0_1-2-3_20260101000000123.parquet")
-    assert base is not None and not base.is_log
-    assert (base.partition, base.file_id, base.instant, base.token) == (
-        "part=p0",
-        "abc-0",
-        "20260101000000123",
-        "1-2-3",
-    )
-    log = parse_data_file("part=p0/.abc-0_20260101000000123.log.2_0-1-0")
-    assert log is not None and log.is_log
-    assert (log.file_id, log.instant, log.version, log.token) == (
-        "abc-0",
-        "20260101000000123",
-        2,
-        "0-1-0",
-    )
-    legacy = parse_data_file("abc-0_1-2-3_20260101000000.parquet")
-    assert legacy is not None and legacy.instant == "20260101000000999"  # padded like Hudi
-    for other in (
-        "part=p0/.hoodie_partition_metadata",
-        "part=p0/abc_def_1-2-3_20260101000000123.parquet",  # '_' inside a file id
-        "part=p0/.abc-0_20260101000000123.log.2_0-1-0.cdc",
-    ):
-        assert parse_data_file(other) is None
-
-
 # --- instants, files, rows -------------------------------------------------------------------
 
 
@@ -237,17 +200,6 @@ def test_a_compaction_is_no_write_and_adds_no_rows():
     assert [i.requested for i in committed.completed()][1] == compaction.requested_time
 
 
-def test_copy_on_write_carries_old_rows_that_are_not_the_commits_own():
-    t = SimTable(table_type=COPY_ON_WRITE, key_space=100_000)  # no key twice in a batch
-    first = t.write(t.records(0, 30))
-    t.write(t.records(30, 40))
-    committed = load_committed(t.table)
-    rows = committed.rows.table
-    assert rows.num_rows == 40  # the second base files repeat the first's rows; only own rows
-    firsts = rows.filter(pc.equal(rows.column(TIME), first.requested_time))
-    assert sorted(firsts.column("offset").to_pylist()) == list(range(30))
-
-
 def test_a_listed_file_missing_from_storage_is_reported():
     t = SimTable()
     done = t.write(t.records(0, 20))
@@ -285,71 +237,6 @@ def test_the_cache_keeps_neither_a_reading_nor_its_table_alive():
     del committed, other, table
     gc.collect()
     assert reading() is None and table_ref() is None
-
-
-def test_archived_instants_keep_their_files_and_completion_times():
-    t = SimTable()
-    written = [t.write(t.records(i * 10, i * 10 + 10)) for i in range(6)]
-    t.compact()
-    t.write(t.records(60, 70))
-    archived = archive_instants(t.table, max_active=3, min_active=2)
-    assert archived, "nothing was archived"
-    committed = load_committed(t.table)
-    old = [i for i in committed.instants if i.archived]
-    assert {i.requested for i in old} >= {written[0].requested_time}
-    first = committed.get(written[0].requested_time)
-    assert first.archived and first.completion == written[0].completion_time
-    assert first.files and all(f.is_log for f in first.files)
-    assert committed.rows.table.num_rows == 70
-
-
-def test_file_rows_reads_any_data_file():
-    t = SimTable()
-    pending = t.write(t.records(0, 10), commit=False)
-    committed = load_committed(t.table)
-    path = next(p for p, f in committed.files.items() if f.instant == pending.requested_time)
-    rows = committed.file_rows(path)
-    assert rows.num_rows > 0
-    assert set(rows.column(TIME).to_pylist()) == {pending.requested_time}
-    assert KEY in rows.column_names and COMMIT_TIME not in rows.column_names
-
-
-# --- the system under test and time travel ---------------------------------------------------
-
-
-def test_system_view_follows_the_runs_protocol_variants():
-    t = SimTable(
-        protocol={
-            "file_slicing": "base_instant",
-            "slice_anchor": "earliest_log",
-            "archived_completion_lookup": False,
-        }
-    )
-    view = system_view(t.events, t.table)
-    assert (view.options.rule, view.options.anchor) == ("base_instant", "earliest_log")
-    assert view.table.archive_lookup is False and view.table.storage is t.storage
-    real = system_view(SimTable().events, t.table)
-    assert real.table is t.table and real.options.anchor == "earliest_completed"
-
-
-def test_travel_points_are_deterministic_bounded_and_include_compactions():
-    t = SimTable()
-    for i in range(12):
-        t.write(t.records(i * 10, i * 10 + 10))
-        if i in (4, 9):
-            t.compact()
-    committed = load_committed(t.table)
-    points = travel_points(committed, limit=8)
-    assert len(points) == 8
-    assert [p.bound for p in points] == sorted({p.bound for p in points})
-    assert points == travel_points(CommittedTable(t.table), limit=8)
-    compactions = {c.completion for c in committed.compactions()}
-    assert compactions <= {p.bound for p in points}
-    everything = travel_points(committed, limit=100)
-    assert len(everything) == len(committed.completed())
-    # a small read budget keeps few (cheap, early) points
-    cheap = travel_points(committed, limit=100, budget_files=6)
-    assert 0 < len(cheap) < len(everything)
 
 
 @pytest.mark.parametrize("operation", ["upsert", "insert"])

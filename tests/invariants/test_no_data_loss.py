@@ -19,9 +19,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from invariants.committed import load_committed, travel_points
+from invariants.committed import load_committed
 from invariants.ledger import build_ledger
 from invariants.no_data_loss import check_no_data_loss
+from invariants.time_travel import travel_points
 from models.format.records import partition_path
 from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.storage import InMemoryStorage

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from invariants import no_uncommitted_read as nur
-from invariants.committed import (
+from invariants.committed_rows import (
     COMMIT_TIME,
     DELETED,
     FILE,

@@ -17,7 +17,7 @@ import pytest
 from matplotlib.image import imread
 from PIL import Image
 
-from reports.html import MAX_PLOTTED_RUNS, plotted_runs, write_report
+from reports.html import write_report
 from reports.page import EMBED_MAX_WIDTH_PX
 
 CHROMIUM = shutil.which("chromium") or (
@@ -239,20 +239,6 @@ def test_more_seeds_get_distributions_and_links_instead_of_plots(suite):
     assert not (suite / "plots" / "runs_async-seed2").exists()
     single = html.split('<section id="s-blocking_stalls"')[1].split("</section>")[0]
     assert "Across" not in single  # one seed: nothing to distribute
-
-
-def test_plotted_runs_are_the_first_seed_and_the_failures():
-    runs = [
-        {"seed": 3, "ok": False},
-        {"seed": 1, "ok": True},
-        {"seed": 2, "ok": True},
-        {"seed": 4, "ok": False, "error": "boom"},
-        {"seed": 5, "ok": False},
-        {"seed": 6, "ok": False},
-        {"seed": 7, "ok": False},
-    ]
-    assert [r["seed"] for r in plotted_runs(runs)] == [1, 3, 5][:MAX_PLOTTED_RUNS]
-    assert plotted_runs([{"seed": 1, "ok": False, "error": "x"}]) == []
 
 
 def test_grid_points_share_one_section(runs, tmp_path):

@@ -1,6 +1,6 @@
-"""Suites and grids (scenarios/suites.py, scenarios/suites.toml): every bundled suite resolves to
-existing scenarios, grids expand to valid scenarios with the right expectation per region, and a
-bad suites file is one line naming the key."""
+"""Suites (scenarios/suites.py, scenarios/suites.toml): every bundled suite resolves to existing
+scenarios, patterns pick the catalog but its large scenarios, and a bad suites file is one line
+naming the key."""
 
 from __future__ import annotations
 
@@ -8,18 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from scenarios import INVARIANTS, ScenarioError, catalog, load_scenario
+from scenarios import ScenarioError, catalog, load_scenario
+from scenarios.expectations import Expectation
 from scenarios.schema import LARGE_TAG
-from scenarios.suites import (
-    SUITES_FILE,
-    Expectation,
-    catalog_files,
-    evaluate_condition,
-    files_suite,
-    large_scenarios,
-    load_suites,
-    set_key,
-)
+from scenarios.suites import SUITES_FILE, catalog_files, files_suite, large_scenarios, load_suites
 
 BOOK = load_suites()
 CATALOG = {path.stem for path in catalog()}
@@ -114,114 +106,6 @@ def test_smoke_is_a_handful_covering_async_blocking_and_a_known_bad_variant():
     assert {"async", "blocking"} <= modes
     assert any(e.expectation.violations for e in smoke)
     assert all(e.scenario.scenario.duration_s <= 120 for e in smoke)
-
-
-def test_truetime_grid_expects_order_exactly_where_the_bound_exceeds_twice_the_skew():
-    points = [e for e in BOOK.suite("truetime").scenarios]
-    assert len(points) == 12
-    for point in points:
-        time = point.scenario.time
-        assert time.generator == "truetime"
-        assert point.scenario.scenario.duration_s == 60
-        assert point.params == {
-            "time.max_expected_skew_ms": time.max_expected_skew_ms,
-            "time.clock_skew_ms": time.clock_skew_ms,
-        }
-        if time.max_expected_skew_ms > 2 * time.clock_skew_ms:
-            assert point.expectation.mode == "exact"
-            assert point.expectation.violations == ()
-        else:
-            assert point.expectation.mode == "any-of"
-            assert "instant_monotonic" in point.expectation.violations
-            assert "liveness" not in point.expectation.violations
-        # the file the runner writes must not claim a violation it cannot promise
-        assert point.scenario.expect.violations == ()
-    assert {p.expectation.mode for p in points} == {"exact", "any-of"}
-
-
-def test_grid_point_names_and_order():
-    names = [e.name for e in BOOK.suite("concurrency").scenarios]
-    assert names == [
-        f"concurrency-concurrency={c}-buckets_per_partition={b}"
-        for c in ("occ", "nbcc")
-        for b in (1, 2, 8)
-    ]
-    point = BOOK.suite("concurrency").scenarios[3]
-    assert [job.concurrency for job in point.scenario.jobs] == ["nbcc", "nbcc"]
-    assert point.scenario.table.buckets_per_partition == 1
-
-
-# --- expectations and conditions --------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("expectation", "violated", "holds"),
-    [
-        (Expectation("exact", ()), [], True),
-        (Expectation("exact", ()), ["slicing"], False),
-        (Expectation("exact", ("slicing", "no_data_loss")), ["no_data_loss", "slicing"], True),
-        (Expectation("exact", ("slicing", "no_data_loss")), ["slicing"], False),
-        (Expectation("any-of", ("slicing", "no_data_loss")), [], True),
-        (Expectation("any-of", ("slicing", "no_data_loss")), ["slicing"], True),
-        (Expectation("any-of", ("slicing",)), ["slicing", "liveness"], False),
-        (Expectation("unchecked"), ["liveness"], True),
-    ],
-)
-def test_expectation_modes(expectation, violated, holds):
-    assert expectation.holds(violated, INVARIANTS) is holds
-
-
-def test_exact_expectation_ignores_invariants_without_a_checker():
-    expectation = Expectation("exact", ("slicing", "no_data_loss"))
-    assert expectation.holds(["slicing"], ["slicing", "liveness"])
-
-
-DATA = {
-    "time": {"max_expected_skew_ms": 200, "clock_skew_ms": 50},
-    "jobs": [{"writers": 2}, {"writers": 4}],
-    "table": {"type": "MERGE_ON_READ"},
-}
-
-
-@pytest.mark.parametrize(
-    ("condition", "value"),
-    [
-        ("time.max_expected_skew_ms > 2 * time.clock_skew_ms", True),
-        ("time.max_expected_skew_ms > 4 * time.clock_skew_ms", False),
-        ("time.max_expected_skew_ms >= 4 * time.clock_skew_ms", True),
-        ("jobs[1].writers == 2 * jobs[0].writers and not jobs[0].writers > 3", True),
-        ("table.type == 'COPY_ON_WRITE' or time.clock_skew_ms - 50 != 0", False),
-        ("0 < time.clock_skew_ms < 100", True),
-    ],
-)
-def test_conditions(condition, value):
-    assert evaluate_condition(condition, DATA) is value
-
-
-@pytest.mark.parametrize(
-    "condition",
-    [
-        "__import__('os')",
-        "time.nope > 1",
-        "jobs[5].writers > 1",
-        "time.clock_skew_ms >",
-        "[1] == 1",
-    ],
-)
-def test_conditions_outside_the_language_are_refused(condition):
-    with pytest.raises(ValueError):
-        evaluate_condition(condition, DATA)
-
-
-def test_set_key_sets_one_element_or_all():
-    data = {"jobs": [{"writers": 2}, {"writers": 4}], "time": {"clock_skew_ms": 1}}
-    set_key(data, "jobs[*].writers", 8)
-    set_key(data, "time.clock_skew_ms", 9)
-    set_key(data, "jobs[0].writers", 1)
-    assert data == {"jobs": [{"writers": 1}, {"writers": 8}], "time": {"clock_skew_ms": 9}}
-    for bad in ("time.nope", "jobs[2].writers", "time[0].x", "jobs..writers"):
-        with pytest.raises(KeyError):
-            set_key(data, bad, 1)
 
 
 # --- bad suites files ------------------------------------------------------------------------------
