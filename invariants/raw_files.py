@@ -24,9 +24,10 @@ import numpy as np
 from models.format.commit_metadata import CommitMetadata, read_commit_metadata
 from models.format.compaction_plan import CompactionPlan, read_compaction_plan
 from models.storage import FileStatus
+from models.table_errors import CorruptTableError
 from models.timeline.archived_timeline import ArchivedTimeline
 from models.timeline.instant_time import format_epoch_ms
-from models.view.table import CorruptTableError, HudiTable
+from models.view.table import HudiTable
 
 COMPACTION_ACTIONS = ("compaction", "logcompaction")
 """Actions that rewrite committed records instead of writing new ones."""

@@ -42,7 +42,8 @@ from invariants.sut_view import SystemView, system_view
 from invariants.time_travel import travel_points
 from invariants.verdict import Verdict, Violation
 from models.history import Event
-from models.view.table import CorruptTableError, HudiTable
+from models.table_errors import CorruptTableError
+from models.view.table import HudiTable
 
 NAME = "slicing"
 EXAMPLES = 3

@@ -12,8 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from models.storage import LocalStorage
+from models.table_errors import CorruptTableError
 from models.view.fsview import SlicingError
-from models.view.table import CorruptTableError, HudiTable, NotAHudiTableError
+from models.view.table import HudiTable, NotAHudiTableError
 from reports.figures import Figure
 from reports.run_data import RunData, load_run
 from reports.slices import SliceLayout, layout_from_history, layout_from_table, plot_slices

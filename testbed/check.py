@@ -35,9 +35,10 @@ from invariants.checks import check_all
 from invariants.verdict import Verdict
 from models.history import Event, history_digest, read_history
 from models.storage import LocalStorage
+from models.table_errors import CorruptTableError
 from models.view.partial_update import declared_groups
 from models.view.reader import read_snapshot
-from models.view.table import CorruptTableError, HudiTable, NotAHudiTableError
+from models.view.table import HudiTable, NotAHudiTableError
 from scenarios.schema import Scenario, ScenarioError, load_scenario
 from sim.world import World
 from testbed.run import verdicts_match

@@ -9,8 +9,9 @@ from typing import Any
 import click
 
 from models.storage import LocalStorage
+from models.table_errors import CorruptTableError
 from models.timeline.instant_time import InstantTimeError, normalize
-from models.view.table import CorruptTableError, HudiTable, NotAHudiTableError
+from models.view.table import HudiTable, NotAHudiTableError
 from scenarios.fields import MAX_SEED
 from testbed.outputs import claimed
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from models.view.table import CorruptTableError, NotAHudiTableError
+from models.table_errors import CorruptTableError
+from models.view.table import NotAHudiTableError
 from testbed.cli_bars import StepLine
 from testbed.cli_common import (
     EXIT_INTERRUPTED,

@@ -35,7 +35,7 @@ written still leaves a ``summary.json`` saying ``"interrupted": true`` (and no r
                     "violated_in", "expect", "may_violate", "grid", "params"}]}
 
 ``expect`` is the expectation mode (``exact``; a grid point may have ``any-of`` or
-``unchecked``, see :mod:`scenarios.suites`), ``expected_violations`` what must be violated and
+``unchecked``, see :mod:`scenarios.expectations`), ``expected_violations`` what must be violated and
 ``may_violate`` what may be; ``counterexample`` is the path of a caught run's
 ``counterexample.toml`` relative to the suite folder, or null. ``finished`` is the number of
 ``runs``; ``abandoned`` the planned runs that did not finish (in flight at Ctrl-C, or never

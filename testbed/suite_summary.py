@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scenarios.suites import Suite
+from scenarios.suite_entries import Suite
 from testbed.atomic import staging_path, write_text_atomic
 
 if TYPE_CHECKING:

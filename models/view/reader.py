@@ -39,6 +39,7 @@ from models.format.log_reader import read_log_blocks_skipping_corrupt
 from models.format.parquet_files import read_parquet
 from models.format.properties import COMMIT_TIME_ORDERING, TableConfig
 from models.storage import join
+from models.table_errors import CorruptTableError
 from models.timeline.active import Timeline
 from models.view.fsview import FileSlice, latest_file_slices
 from models.view.partial_update import (
@@ -47,7 +48,7 @@ from models.view.partial_update import (
     merge_column_groups,
     with_group_columns,
 )
-from models.view.table import CorruptTableError, HudiTable, ReadCache, ViewOptions, decode_once
+from models.view.table import HudiTable, ReadCache, ViewOptions, decode_once
 
 RECORD_KEY = "_hoodie_record_key"
 COMMIT_TIME = "_hoodie_commit_time"

@@ -32,6 +32,7 @@ from models.format.properties import (
     format_properties,
 )
 from models.storage import InMemoryStorage
+from models.table_errors import CorruptTableError
 from models.timeline.active import Timeline
 from models.timeline.archiver import archive_instants
 from models.timeline.instant import Instant, State
@@ -39,7 +40,7 @@ from models.view import reader
 from models.view.filenames import parse_log_file_name
 from models.view.fsview import FileSlice, LogFile
 from models.view.reader import merge_file_slice, merge_versions, read_snapshot
-from models.view.table import CorruptTableError, HudiTable, ReadCache, ViewOptions
+from models.view.table import HudiTable, ReadCache, ViewOptions
 from tests.table_harness import TableHarness, rows
 
 KEY = "_hoodie_record_key"
