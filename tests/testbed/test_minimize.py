@@ -13,7 +13,8 @@ from scenarios import catalog_dir, load_scenario, parse_scenario
 from scenarios.schema import scenario_from_dict
 from testbed.cli import main
 from testbed.explore import Outcome, run_candidate
-from testbed.minimize import _cut_s, _evidence_s, _ladder, faults_from_history, minimize_run
+from testbed.history_faults import faults_from_history
+from testbed.minimize import _cut_s, _evidence_s, _ladder, minimize_run
 from testbed.run import run_scenario
 
 BAD = """\
