@@ -106,14 +106,17 @@ def header_of(html: str) -> str:
     return html[html.index("<header>") : html.index("</header>")]
 
 
-def finished_runs(out: Path, stale: Path | None = None) -> Callable[[], bool]:
-    """Whether a run of this command has finished (a folder other than ``stale`` is whole)."""
+def finished_runs(out: Path, stale: Path | None = None, *, at_least: int = 1) -> Callable[[], bool]:
+    """Whether ``at_least`` runs of this command have finished (folders other than ``stale``
+    are whole). A folder is whole a moment before the suite has collected its run's row (a
+    Ctrl-C in that moment abandons the run), so waiting for two makes the first surely kept."""
 
     def ready() -> bool:
         runs = out / "runs"
-        return runs.is_dir() and any(
-            (d / "result.json").is_file() for d in runs.iterdir() if d != stale
-        )
+        whole = runs.is_dir() and [
+            d for d in runs.iterdir() if d != stale and (d / "result.json").is_file()
+        ]
+        return bool(whole) and len(whole) >= at_least
 
     return ready
 
@@ -151,7 +154,7 @@ def test_suite_in_worker_processes(tiny, tmp_path):
     (stale / "result.json").write_text("{}")
     args = ("suite", str(scenario), "--seeds", "12", "--workers", "2", "--out", str(out), "-q")
     with command(*args) as process:
-        code, stdout, err = ctrl_c(process, finished_runs(out, stale))
+        code, stdout, err = ctrl_c(process, finished_runs(out, stale, at_least=2))
     summary = assert_suite_interrupted(out, 12, code, err)
     assert f"{summary['abandoned']} run(s) abandoned" in stdout
     assert not stale.exists()
