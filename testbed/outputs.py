@@ -50,8 +50,19 @@ _LEGACY_ENTRIES = {
     "explore": frozenset({"explore.json", "counterexample.toml"}),
     "demo": frozenset({".hoodie", "city=sf"}),
 }
-"""What a folder of each kind is made of: one holding only these names (and staging files) was
-written by the testbed before folders carried a marker, and may be replaced."""
+"""What a folder of each kind is made of: one holding only these names (and staging files), its
+signature among them (:data:`_SIGNATURES`), was written by the testbed before folders carried a
+marker, and may be replaced."""
+
+_SIGNATURES = {
+    "run": frozenset({"result.json", "history.jsonl"}),
+    "suite": frozenset({"summary.json"}),
+    "sweep": frozenset({"sweep.parquet"}),
+    "explore": frozenset({"explore.json"}),
+    "demo": frozenset({".hoodie"}),
+}
+"""The names without which a folder is not taken for one the testbed wrote (a folder holding only
+``table/`` or ``plots/`` may be a user's)."""
 
 
 class OutputFolderError(Exception):
@@ -79,7 +90,9 @@ def _written_by_testbed(folder: Path) -> bool:
     if marked_kind(folder) is not None:
         return True
     names = {p.name for p in folder.iterdir() if not p.name.endswith(".partial")}
-    return not names or any(names <= entries for entries in _LEGACY_ENTRIES.values())
+    return not names or any(
+        names <= entries and names & _SIGNATURES[kind] for kind, entries in _LEGACY_ENTRIES.items()
+    )
 
 
 def check_replaceable(target: Path, *, force: bool = False) -> None:

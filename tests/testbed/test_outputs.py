@@ -118,6 +118,19 @@ def test_a_folder_written_before_markers_existed_is_replaced(tmp_path):
         check_replaceable(legacy)
 
 
+@pytest.mark.parametrize("names", [["table"], ["plots"], ["table", "plots"], ["scenario.toml"]])
+def test_a_folder_of_only_names_a_run_uses_is_still_a_users(tmp_path, names):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    for name in names:
+        if "." in name:
+            (folder / name).write_text("")
+        else:
+            (folder / name).mkdir()
+    with pytest.raises(OutputFolderError, match="not a folder the testbed wrote"):
+        check_replaceable(folder)
+
+
 def test_files_and_the_working_folder_are_never_outputs(tmp_path, monkeypatch):
     (tmp_path / "f").write_text("x")
     with pytest.raises(OutputFolderError, match="not a folder"):
