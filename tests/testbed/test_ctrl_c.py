@@ -26,7 +26,7 @@ from click.testing import CliRunner
 
 from testbed import explore_report as explore_module
 from testbed.cli import main
-from testbed.outputs import MARKER
+from testbed.outputs import MARKER, write_marker
 
 TINY = """\
 [scenario]
@@ -152,6 +152,7 @@ def test_suite_in_worker_processes(tiny, tmp_path):
     stale = out / "runs" / "tiny-seed12"  # an earlier suite run's folder: not this run's result
     stale.mkdir(parents=True)
     (stale / "result.json").write_text("{}")
+    write_marker(out, "suite")  # the earlier suite run's folder, as the testbed marks it
     args = ("suite", str(scenario), "--seeds", "12", "--workers", "2", "--out", str(out), "-q")
     with command(*args) as process:
         code, stdout, err = ctrl_c(process, finished_runs(out, stale, at_least=2))
@@ -274,6 +275,7 @@ def test_suite_interrupted_while_writing_the_report(tiny, tmp_path, monkeypatch)
     monkeypatch.setattr("reports.html.write_report", interrupted)
     out = tmp_path / "suite"
     out.mkdir()
+    write_marker(out, "suite")
     (out / "report.html").write_text("an earlier suite run's report")
     args = ["suite", str(tiny(4)), "--seeds", "2", "--workers", "1", "--out", str(out), "-q"]
     result = CliRunner().invoke(main, args)
