@@ -45,6 +45,7 @@ from testbed.explore_draw import (
     fault_plan,
     make_candidate,
 )
+from testbed.interrupt import SigintWatch, sigint_watched
 from testbed.run import simulate_and_check
 
 # --- running one candidate -------------------------------------------------------------------
@@ -237,6 +238,7 @@ def explore(
     strategy = candidates(scenario, plan, seed_range=seed_range, max_duration_s=max_duration_s)
     cache: dict[Candidate, Outcome] = {}
     best: list[tuple[Candidate, Outcome]] = []
+    watch = SigintWatch()  # the Ctrl-C watch of the search or shrink in progress
 
     def interesting(outcome: Outcome) -> bool:
         return bool(outcome.error) or bool(outcome.violated & set(target))
@@ -252,6 +254,7 @@ def explore(
                 outcome = run(candidate_scenario(scenario, candidate, description=description))
             except Exception:
                 outcome = Outcome(frozenset(), {}, "", error=traceback.format_exc())
+            watch.raise_if_seen()
             if not interesting(outcome):
                 outcome = replace(outcome, verdicts={})  # a long search keeps only what it shows
             cache[candidate] = outcome
@@ -292,7 +295,7 @@ def explore(
     search = hypothesis_seed(seed)(search)
     found: Candidate | None = None
     interrupted = budget_spent = False
-    with _shrinking_bounded_by_runs():
+    with _shrinking_bounded_by_runs(), sigint_watched(watch):
         try:
             search()
         except _Found as failure:
@@ -315,7 +318,9 @@ def explore(
         return result
     if not interrupted:
         try:
-            found = tighten(found, fails, {j.name: j.checkpoint_interval_s for j in scenario.jobs})
+            with sigint_watched(watch):
+                intervals_s = {j.name: j.checkpoint_interval_s for j in scenario.jobs}
+                found = tighten(found, fails, intervals_s)
         except KeyboardInterrupt:
             result = replace(result, interrupted=True)
     outcome = cache[found]

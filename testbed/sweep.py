@@ -46,7 +46,7 @@ import pyarrow.parquet as pq
 from reports.metrics import nearest_rank
 from scenarios.schema import Scenario, parse_scenario
 from testbed.atomic import staging_path, write_text_atomic
-from testbed.interrupt import remove_files, sigint_held
+from testbed.interrupt import remove_files, sigint_held, sigint_watched
 from testbed.outputs import write_marker
 from testbed.run import result_json, simulate_and_check
 
@@ -167,10 +167,13 @@ def run_here(tasks: list[SeedTask], on_progress: Callable[[int, int], None] | No
     raises :class:`ChunkInterrupted` with the rows of the seeds that finished."""
     rows: list[dict[str, Any]] = []
     try:
-        for done, task in enumerate(tasks, start=1):
-            rows.append(evaluate_seed(task))
-            if on_progress is not None:
-                on_progress(done, len(tasks))
+        with sigint_watched() as watch:
+            for done, task in enumerate(tasks, start=1):
+                row = evaluate_seed(task)
+                watch.raise_if_seen()
+                rows.append(row)
+                if on_progress is not None:
+                    on_progress(done, len(tasks))
     except KeyboardInterrupt:
         raise ChunkInterrupted(rows) from None
     return rows
