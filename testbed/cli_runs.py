@@ -19,6 +19,7 @@ from testbed.cli_common import (
     force_option,
     parse_seed_range,
 )
+from testbed.interrupt import sigint_watched
 
 
 @click.command()
@@ -68,7 +69,9 @@ def run(
     claim_output(target, force)
     progress = None if quiet else ProgressBar(scenario.scenario.name)
     try:
-        outcome = run_scenario(scenario, source, target, progress=progress and progress.update)
+        with sigint_watched() as watch:
+            outcome = run_scenario(scenario, source, target, progress=progress and progress.update)
+        watch.raise_if_seen()
     except RunawayRunError as err:
         raise UserError(f"{err}; partial run folder: {target}") from None
     finally:

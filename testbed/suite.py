@@ -61,7 +61,7 @@ from scenarios.schema import Scenario, ScenarioError, resolved_toml, scenario_fr
 from scenarios.suite_entries import Suite
 from scenarios.suites import SuiteBook, files_suite, load_suites
 from testbed.atomic import staging_path, write_text_atomic
-from testbed.interrupt import remove_files, sigint_held
+from testbed.interrupt import remove_files, sigint_held, sigint_watched
 from testbed.outputs import inside, write_marker
 from testbed.suite_summary import summarize, write_summary
 
@@ -311,8 +311,11 @@ def run_suite(
         if engine is not None:
             engine(tasks, ended)
         elif workers == 1:
-            for task in tasks:
-                finished(runner(task), task.index)
+            with sigint_watched() as watch:
+                for task in tasks:
+                    row = runner(task)
+                    watch.raise_if_seen()
+                    finished(row, task.index)
         else:
             _run_in_pool(tasks, workers, runner, finished)
     except KeyboardInterrupt:
