@@ -4,10 +4,11 @@ processes each kind of scheduled fault may target (docs/scenarios.md, "Fault sch
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, get_args
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import Field, model_serializer, model_validator
+from pydantic import ConfigDict, Field, model_serializer, model_validator
 
+from faults import FAULT_KINDS, KINDS, canonical_name, fault_kind
 from scenarios.errors import RuleViolation, show
 from scenarios.fields import (
     MS_PER_HOUR,
@@ -24,31 +25,13 @@ if TYPE_CHECKING:
     from scenarios.schema import Scenario
 
 
-FaultKind = Literal[
-    "crash",
-    "lose_ack",
-    "delay_ack",
-    "duplicate_ack",
-    "fail_checkpoint",
-    "clock_jump",
-    "storage_failure",
-]
-FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
-"""Kinds of ``[[faults.schedule]]`` entries (docs/scenarios.md, "Fault schedules")."""
+FaultKind = Literal[FAULT_KINDS]  # type: ignore[valid-type]
+"""A ``[[faults.schedule]]`` entry's ``kind``: one of :data:`faults.FAULT_KINDS` (older names of a
+kind are read as its one name)."""
 
-_JOB_TARGETED = ("lose_ack", "delay_ack", "duplicate_ack", "fail_checkpoint")
-"""Kinds aimed at a whole job (its checkpoint coordinator); they may name a ``checkpoint``."""
-_KIND_OPTIONS: dict[str, tuple[str, ...]] = {
-    "crash": (),
-    "lose_ack": ("checkpoint",),
-    "delay_ack": ("checkpoint", "delay_ms"),
-    "duplicate_ack": ("checkpoint",),
-    "fail_checkpoint": ("checkpoint",),
-    "clock_jump": ("delta_ms",),
-    "storage_failure": (),
-}
-"""The optional keys each kind takes besides ``at_s``, ``kind``, ``target``."""
-_KIND_REQUIRES: dict[str, str] = {"delay_ack": "delay_ms", "clock_jump": "delta_ms"}
+_DECLARED_OPTIONS = ("checkpoint", "delay_ms", "delta_ms")
+"""Kind options declared as fields below (documented in the schema); other kinds' options are
+checked against their :class:`faults.base.Option` alone."""
 
 
 class ScheduledFault(Spec):
@@ -57,8 +40,11 @@ class ScheduledFault(Spec):
     Hand-placed schedules reproduce a known failure (lose the ACK of checkpoint 3, crash one
     writer), and ``testbed explore`` writes the schedules it shrinks in this form, so a
     counterexample is an ordinary scenario file. Options that do not apply to a kind stay unset
-    (``None``) and are left out of the resolved TOML.
+    (``None``) and are left out of the resolved TOML. What each kind does and takes is its module
+    in ``faults/``.
     """
+
+    model_config = ConfigDict(extra="allow")
 
     toml_array: ClassVar[str] = "[[faults.schedule]]"
     """How this table is written in TOML, for error messages."""
@@ -76,6 +62,25 @@ class ScheduledFault(Spec):
     """``delay_ack``: how much later the notification arrives."""
     delta_ms: Annotated[int | None, Field(ge=-MS_PER_HOUR * 24, le=MS_PER_HOUR * 24)] = None
     """``clock_jump``: the step of the target's clock (negative: back in time); not 0."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_name_per_kind(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("kind"), str):
+            canonical = canonical_name(data["kind"])
+            if canonical is not None and canonical != data["kind"]:
+                return {**data, "kind": canonical}
+        return data
+
+    def options(self) -> dict[str, Any]:
+        """The kind options this entry sets (declared or not)."""
+        declared = {name: getattr(self, name) for name in _DECLARED_OPTIONS}
+        given = {**declared, **(self.model_extra or {})}
+        return {name: value for name, value in given.items() if value is not None}
+
+    def option(self, name: str) -> Any:
+        """One option's value (None when unset)."""
+        return self.options().get(name)
 
     @model_serializer(mode="wrap")
     def _leave_out_unset_options(self, handler: Any) -> dict[str, Any]:
@@ -114,67 +119,63 @@ class FaultSpec(Spec):
     @model_validator(mode="after")
     def _options_fit_their_kind(self) -> Self:
         for index, entry in enumerate(self.schedule):
-            options = _KIND_OPTIONS[entry.kind]
-            allowed_keys = ", ".join(("at_s", "kind", "target", *options))
-            for option in ("checkpoint", "delay_ms", "delta_ms"):
-                if getattr(entry, option) is not None and option not in options:
-                    raise RuleViolation(
-                        f"kind {show(entry.kind)} takes no {option}",
-                        key=f"faults.schedule[{index}].{option}",
-                        allowed=allowed_keys,
-                    )
-            required = _KIND_REQUIRES.get(entry.kind)
-            if required is not None and not getattr(entry, required):
-                allowed = (
-                    "an integer in [1, 3600000]" if required == "delay_ms" else "a non-zero integer"
-                )
-                raise RuleViolation(
-                    f"kind {show(entry.kind)} needs {required}"
-                    + (" other than 0" if getattr(entry, required) == 0 else ""),
-                    key=f"faults.schedule[{index}].{required}",
-                    allowed=allowed,
-                )
+            _check_options(entry, f"faults.schedule[{index}]")
         return self
 
 
-def fault_targets(scenario: Scenario, kind: str) -> tuple[str, ...]:
-    """The targets a ``[[faults.schedule]]`` entry of ``kind`` may name in ``scenario``.
+def _check_options(entry: ScheduledFault, where: str) -> None:
+    """Each option of ``entry`` is one its kind takes, in range; each required one is set."""
+    kind = fault_kind(entry.kind)
+    for option in kind.options:
+        value = entry.option(option.name)
+        if option.required and not value:
+            raise RuleViolation(
+                f"kind {show(entry.kind)} needs {option.name}"
+                + (" other than 0" if value == 0 else ""),
+                key=f"{where}.{option.name}",
+                allowed=option.allowed(),
+            )
+    allowed_keys = ", ".join(("at_s", "kind", "target", *(o.name for o in kind.options)))
+    for name, value in entry.options().items():
+        option = kind.option(name)
+        if option is None:
+            known = name in _DECLARED_OPTIONS or any(k.option(name) for k in KINDS)
+            problem = f"kind {show(entry.kind)} takes no {name}" if known else None
+            raise RuleViolation(
+                problem or f"unknown key {show(name)}", key=f"{where}.{name}", allowed=allowed_keys
+            )
+        if not option.fits(value):
+            what = "is out of range" if type(value) is int else "is not an integer"
+            raise RuleViolation(
+                f"{show(value)} {what}", key=f"{where}.{name}", allowed=option.allowed()
+            )
 
-    ACK and checkpoint faults hit a job; crashes a write task or the coordinator; clock jumps a
-    clock that instant times are taken from (each job's coordinator, and the compactor of the
-    job running table services on a MERGE_ON_READ table); storage failures a job (any of its
-    processes) or one of those processes. Ordered by job, as the scenario lists them.
-    """
+
+def fault_targets(scenario: Scenario, kind: str) -> tuple[str, ...]:
+    """The targets a ``[[faults.schedule]]`` entry of ``kind`` may name in ``scenario`` (each
+    kind's ``targets`` in ``faults/``), ordered by job as the scenario lists them."""
     targets: list[str] = []
     for job, before, writers, after in _targets_by_job(scenario, kind):
         targets += [*before, *(f"{job}/task-{i}" for i in range(writers)), *after]
     return tuple(targets)
 
 
-def _targets_by_job(scenario: Scenario, kind: str) -> list[tuple[str, list[str], int, list[str]]]:
+def _targets_by_job(
+    scenario: Scenario, kind: str
+) -> list[tuple[str, tuple[str, ...], int, tuple[str, ...]]]:
     """Per job: the named targets, how many write tasks are targets, more named targets.
 
     Tasks are counted rather than listed, so checking a target costs nothing even for a job
     with a million writers.
     """
-    if kind not in FAULT_KINDS:
-        raise ValueError(f"unknown fault kind {kind!r}")
+    try:
+        fault = fault_kind(kind)
+    except KeyError:
+        raise ValueError(f"unknown fault kind {kind!r}") from None
     rows = []
     for job in scenario.jobs:
-        name, coordinator = job.name, f"{job.name}/coordinator"
-        compactor = (
-            [f"{name}/compactor"]
-            if job.table_services and scenario.table.type == "MERGE_ON_READ"
-            else []
-        )
-        if kind in _JOB_TARGETED:
-            rows.append((name, [name], 0, []))
-        elif kind == "crash":
-            rows.append((name, [coordinator], job.writers, []))
-        elif kind == "clock_jump":
-            rows.append((name, [coordinator, *compactor], 0, []))
-        else:  # storage_failure
-            rows.append((name, [name, coordinator], job.writers, compactor))
+        targets = fault.targets(scenario, job)
+        rows.append((job.name, targets.before, targets.writers, targets.after))
     return rows
 
 

@@ -4,16 +4,18 @@
 Random faults find bugs; scheduled faults *reproduce* them. A counterexample is only useful if a
 person can read it ("the ACK of checkpoint 3 was lost, then task-1 crashed at 12.4 s") and
 replay it exactly, and ``testbed explore`` can only shrink a failure if every fault is an explicit
-entry it can delete. So each schedule entry is a small rule that fires once:
+entry it can delete. So each schedule entry is a small rule that fires once. What a kind does is
+its module in ``faults/``; when it fires is its hook, kept here:
 
-- ``crash`` and ``clock_jump`` fire at ``at_s`` exactly (a simpy process walks the schedule).
-- ``lose_ack``, ``delay_ack``, ``duplicate_ack`` hit the first checkpoint-complete notification
+- timed kinds (``crash``, ``clock_jump``) fire at ``at_s`` exactly (a simpy process walks the
+  schedule).
+- notification kinds (``lose_ack``, ``delay_ack``, ``duplicate_ack``, applied in that order) hit the first checkpoint-complete notification
   the job sends at or after ``at_s`` (with ``checkpoint = N``: the one for checkpoint N); each
   entry hits one notification, so two ``lose_ack`` entries lose two notifications in a row. A
   lost notification uses up only the ``lose_ack`` entry.
-- ``fail_checkpoint`` fails the first checkpoint triggered at or after ``at_s`` that gets all its
+- the checkpoint kind ``fail_checkpoint`` fails the first checkpoint triggered at or after ``at_s`` that gets all its
   task ACKs (a checkpoint that times out on its own does not use the entry up).
-- ``storage_failure`` fails the first storage write at or after ``at_s`` made by the target
+- the storage-write kind ``storage_failure`` fails the first storage write at or after ``at_s`` made by the target
   process (or by any process of the target job). Processes are told apart by simpy's
   ``active_process``, which :meth:`Nemesis.name_process` maps to its history name.
 
@@ -21,20 +23,21 @@ Faults stop when the run drains (``duration_s``): an entry that has not fired by
 Every fault is a history event of process ``nemesis``; a scheduled one carries ``"schedule": i``,
 its index in ``[[faults.schedule]]``, so a violation can be traced back to the entry behind it.
 
-Randomness: the random faults draw from their own named streams (the crash streams are those the
-world used before this module existed, so old seeds replay the same crashes); scheduled faults
-draw nothing, so adding or removing an entry never moves a random draw.
+Randomness: the random faults draw from their own named streams (``crash:writer``,
+``crash:coordinator``, ``nemesis/clock_jump``); scheduled faults draw nothing, so adding or
+removing an entry never moves a random draw.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 import simpy
 
+from faults import fault_kind, kinds_with_hook
+from faults.base import NotificationFate
 from scenarios.schema import ScheduledFault, fault_targets
 from sim.storage import SimStorage, StorageWriteError
 
@@ -51,17 +54,10 @@ def at_ms(entry: ScheduledFault) -> int:
     return round(entry.at_s * 1000)
 
 
-@dataclass(frozen=True)
-class NotificationFate:
-    """What the nemesis does to one checkpoint-complete notification: ``copies`` to send (0 when
-    lost, 2 when duplicated) and the extra delay of each."""
-
-    copies: int = 1
-    extra_delay_ms: int = 0
-
-
 class Nemesis:
-    """The faults of one :class:`sim.world.World`; the world and its jobs call the hooks."""
+    """The faults of one :class:`sim.world.World`; the world and its jobs call the hooks. Each
+    kind's own rule is its module in ``faults/``; this class is the :class:`faults.base.NemesisPort`
+    they act through and decides *when* they fire (their :data:`faults.base.Hook`)."""
 
     def __init__(self, world: World) -> None:
         self.world = world
@@ -87,10 +83,11 @@ class Nemesis:
             self.env.process(self._random_crashes("coordinator", faults.coordinator_crash_per_hour))
         if faults.clock_jump_per_hour > 0 and faults.clock_jump_ms > 0:
             self.env.process(self._random_clock_jumps(faults.clock_jump_per_hour))
+        timed_kinds = {kind.name for kind in kinds_with_hook("timed")}
         timed = [
             (at_ms(entry), index, entry)
             for index, entry in enumerate(faults.schedule)
-            if entry.kind in ("crash", "clock_jump")
+            if entry.kind in timed_kinds
         ]
         if timed:
             self.env.process(self._timed(sorted(timed, key=lambda item: item[:2])))
@@ -115,7 +112,7 @@ class Nemesis:
                 if kind == "writer"
                 else f"{job.name}/coordinator"
             )
-            self._crash(target, None)
+            fault_kind("crash").fire(self, target, {}, None)
 
     def _random_clock_jumps(self, per_hour: float) -> Generator[Any, Any, None]:
         """Step a random instant-time clock by a non-zero amount within +-clock_jump_ms."""
@@ -129,44 +126,41 @@ class Nemesis:
                 return
             target = rng.choice(targets)
             delta_ms = rng.randint(1, bound) * rng.choice((-1, 1))
-            self._clock_jump(target, delta_ms, None)
+            fault_kind("clock_jump").fire(self, target, {"delta_ms": delta_ms}, None)
 
     def _timed(self, entries: list[tuple[int, int, ScheduledFault]]) -> Generator[Any, Any, None]:
-        """Fire the scheduled crashes and clock jumps at their times, in schedule order on ties."""
+        """Fire the scheduled timed kinds at their times, in schedule order on ties."""
         for when_ms, index, entry in entries:
             if when_ms > self.env.now:
                 yield self.env.timeout(when_ms - self.env.now)
             if not self.active:
                 return
-            if entry.kind == "crash":
-                self._crash(entry.target, index)
-            else:
-                assert entry.delta_ms is not None  # the schema requires it for clock_jump
-                self._clock_jump(entry.target, entry.delta_ms, index)
+            fault_kind(entry.kind).fire(self, entry.target, entry.options(), index)
 
-    # --- the faults -----------------------------------------------------------------------------
+    # --- the port the kinds act through (faults.base.NemesisPort) -------------------------------
 
-    def _record(self, f: str, value: dict[str, Any], index: int | None) -> None:
+    def record(self, event: str, value: dict[str, Any], index: int | None) -> None:
+        """A ``nemesis`` history event; a scheduled fault's carries its ``schedule`` index."""
         if index is not None:
             value = {**value, "schedule": index}
-        self.history.nemesis(f, value)
+        self.history.nemesis(event, value)
 
-    def _crash(self, target: str, index: int | None) -> None:
-        job = self.jobs_by_name[target.split("/", 1)[0]]
-        value: dict[str, Any] = {"process": target}
-        if job.failing:  # already down and restarting: this crash changes nothing
-            value["job_restarting"] = True
-        self._record("crash", value, index)
+    def _job_of(self, target: str) -> Any:
+        return self.jobs_by_name[target.split("/", 1)[0]]
+
+    def job_restarting(self, target: str) -> bool:
+        return bool(self._job_of(target).failing)
+
+    def crash(self, target: str) -> bool:
+        job = self._job_of(target)
+        restarting = bool(job.failing)
         job.fail(job.epoch, f"{target} crashed")
+        return restarting
 
-    def _clock_jump(self, target: str, delta_ms: int, index: int | None) -> None:
+    def jump_clock(self, target: str, delta_ms: int) -> int:
         clock = self.world.clock(target)
         clock.jump(delta_ms)
-        self._record(
-            "clock_jump",
-            {"process": target, "delta_ms": delta_ms, "skew_ms": clock.skew_ms()},
-            index,
-        )
+        return clock.skew_ms()
 
     def _take(self, kind: str, matches: Callable[[ScheduledFault], bool]) -> int | None:
         """Use up the first pending entry of ``kind`` that is due and ``matches``; its index."""
@@ -197,20 +191,20 @@ class Nemesis:
     ) -> bool:
         """Whether checkpoint ``checkpoint_id`` of ``job`` (all task ACKs in) fails; records the
         fault. ``randomly``: the ``checkpoint_failure`` draw said so."""
-        index = None
-        if self.active:
-            index = self._take(
-                "fail_checkpoint",
-                lambda e: (
-                    e.target == job
-                    and at_ms(e) <= triggered_ms
-                    and e.checkpoint in (None, checkpoint_id)
-                ),
+
+        def matches(entry: ScheduledFault) -> bool:
+            return (
+                entry.target == job
+                and at_ms(entry) <= triggered_ms
+                and entry.checkpoint in (None, checkpoint_id)
             )
-        if index is None and not randomly:
-            return False
-        self._record("checkpoint_failure", {"job": job, "checkpoint": checkpoint_id}, index)
-        return True
+
+        for kind in kinds_with_hook("checkpoint"):
+            index = self._take(kind.name, matches) if self.active else None
+            if index is not None or randomly:
+                self.record(kind.event, {"job": job, "checkpoint": checkpoint_id}, index)
+                return True
+        return False
 
     def notification_fate(self, channel: str, job: str, checkpoint_id: int) -> NotificationFate:
         """What happens to the notification for ``checkpoint_id`` that ``job`` sends now; records
@@ -222,35 +216,34 @@ class Nemesis:
             return entry.target == job and entry.checkpoint in (None, checkpoint_id)
 
         what = {"channel": channel, "message": NOTIFICATION, "checkpoint": checkpoint_id}
-        lost = self._take("lose_ack", matches)
-        if lost is not None:
-            self._record("drop", what, lost)
-            return NotificationFate(copies=0)
-        delayed = self._take("delay_ack", matches)
-        extra_delay_ms = 0
-        if delayed is not None:
-            extra_delay_ms = self.world.scenario.faults.schedule[delayed].delay_ms or 0
-            self._record("delay", {**what, "delay_ms": extra_delay_ms}, delayed)
-        duplicated = self._take("duplicate_ack", matches)
-        if duplicated is not None:
-            self._record("duplicate", what, duplicated)
-        return NotificationFate(2 if duplicated is not None else 1, extra_delay_ms)
+        fate = NotificationFate()
+        for kind in kinds_with_hook("notification"):
+            index = self._take(kind.name, matches)
+            if index is None:
+                continue
+            fate, more = kind.shape(fate, self.faults.schedule[index].options())
+            self.record(kind.event, {**what, **more}, index)
+            if fate.copies == 0:  # lost: nothing left to delay or duplicate
+                break
+        return fate
 
     def storage_write(self, storage: SimStorage, path: str) -> None:
         """Before a storage write: raise :class:`StorageWriteError` if a scheduled failure is due
         for the process writing."""
-        if not (self.active and storage.failures_enabled and self._pending.get("storage_failure")):
+        if not (self.active and storage.failures_enabled):
             return
-        process = self.current_process()
+        kinds = [kind for kind in kinds_with_hook("storage_write") if self._pending.get(kind.name)]
+        process = self.current_process() if kinds else None
         if process is None:
             return
-        job = process.split("/", 1)[0]
-        index = self._take("storage_failure", lambda e: e.target in (process, job))
-        if index is None:
-            return
-        storage.write_failures += 1
-        self._record("storage_write_failure", {"path": path, "process": process}, index)
-        raise StorageWriteError(f"injected write failure: {path}")
+        targets = (process, process.split("/", 1)[0])  # the process, or its whole job
+        for kind in kinds:
+            index = self._take(kind.name, lambda e: e.target in targets)
+            if index is None:
+                continue
+            storage.write_failures += 1
+            self.record(kind.event, {"path": path, "process": process}, index)
+            raise StorageWriteError(f"injected write failure: {path}")
 
 
 class NemesisStorage(SimStorage):

@@ -1,0 +1,75 @@
+"""``clock_jump``: a clock that instant times are taken from is stepped by ``delta_ms`` (an NTP
+correction; negative: back in time). Hudi's TrueTime (``HoodieInstantTimeGenerator`` with
+``hoodie.write.instant.time.skew.max.ms``) is what keeps instant times monotonic through it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from faults.base import (
+    MS_PER_HOUR,
+    FaultKind,
+    HistoryContext,
+    Mark,
+    NemesisPort,
+    Option,
+    Targets,
+    Wanted,
+    has_compactor,
+)
+
+
+class ClockJump(FaultKind):
+    def targets(self, scenario: Any, job: Any) -> Targets:
+        compactor = (f"{job.name}/compactor",) if has_compactor(scenario, job) else ()
+        return Targets(before=(f"{job.name}/coordinator", *compactor))
+
+    def fire(
+        self, port: NemesisPort, target: str, options: Mapping[str, Any], index: int | None
+    ) -> None:
+        delta_ms = int(options["delta_ms"])
+        skew_ms = port.jump_clock(target, delta_ms)
+        port.record(
+            self.event, {"process": target, "delta_ms": delta_ms, "skew_ms": skew_ms}, index
+        )
+
+    def wanted(self, scenario: Any) -> list[Wanted]:
+        faults = scenario.faults
+        if not (faults.clock_jump_per_hour > 0 and faults.clock_jump_ms):
+            return []
+        targets = [t for job in scenario.jobs for t in self.targets(scenario, job).before]
+        hours = scenario.scenario.duration_s / 3600
+        return [Wanted(tuple(targets), faults.clock_jump_per_hour * hours, faults.clock_jump_ms)]
+
+    def from_event(
+        self, value: dict[str, Any], at_s: float, context: HistoryContext
+    ) -> dict[str, Any] | None:
+        return {
+            "at_s": at_s,
+            "kind": self.name,
+            "target": value["process"],
+            "delta_ms": value["delta_ms"],
+        }
+
+
+KIND = ClockJump(
+    name="clock_jump",
+    summary="the target clock steps by delta_ms",
+    hook="timed",
+    event="clock_jump",
+    mark=Mark("^", "#9b5de5", "clock jump"),
+    options=(
+        Option(
+            "delta_ms",
+            -MS_PER_HOUR * 24,
+            MS_PER_HOUR * 24,
+            "the step of the target's clock (negative: back in time)",
+            required=True,
+            nonzero=True,
+        ),
+    ),
+    rates=("clock_jump_per_hour",),
+    size_option="delta_ms",
+    signed_size=True,
+)
