@@ -10,6 +10,7 @@ from typing import Any
 
 from faults.base import (
     MS_PER_HOUR,
+    HistoryContext,
     Mark,
     NotificationFate,
     NotificationKind,
@@ -26,6 +27,11 @@ class DelayAck(NotificationKind):
     ) -> tuple[NotificationFate, dict[str, Any]]:
         delay_ms = int(options["delay_ms"])
         return replace(fate, extra_delay_ms=delay_ms), {"delay_ms": delay_ms}
+
+    def from_event(
+        self, value: dict[str, Any], at_s: float, context: HistoryContext
+    ) -> dict[str, Any] | None:
+        return None  # random delays (ack_delay_ms) hit every notification and record nothing
 
     def wanted(self, scenario: Any) -> list[Wanted]:
         bound = scenario.faults.ack_delay_ms

@@ -60,7 +60,6 @@ COLORS = {
     "commit": "#3a9d5d",
     "checkpoint": "#8a8a8a",
     "checkpoint_failed": "#c1121f",
-    "lost_ack": "#c1121f",
     "duplicate_ack": "#ff9f1c",
     "crash": "#000000",
     "blocking": "#e4572e",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from faults import KINDS, kind_of_event
 from reports.figures import COLORS, Figure, new_figure, percent, save, seconds, styled
 from reports.run_data import RunData, value
 
@@ -33,14 +34,13 @@ STATE_LABELS = {
     "down": "down (failover)",
 }
 STATE_COLORS = {**COLORS, "compacting": "#3a9d5d"}
-MARKS = {  # kind -> (marker, color, label)
+MARKS = {  # commits and each fault kind's mark (faults/<kind>.py) -> (marker, color, label)
     "commit": ("|", COLORS["commit"], "commit"),
-    "lost_ack": ("X", COLORS["lost_ack"], "lost ACK / message"),
-    "duplicate_ack": ("P", COLORS["duplicate_ack"], "duplicated ACK / message"),
-    "delayed_ack": ("d", COLORS["duplicate_ack"], "delayed ACK"),
-    "crash": ("*", COLORS["crash"], "crash"),
-    "storage_failure": ("v", COLORS["violation"], "storage write failure"),
-    "clock_jump": ("^", "#9b5de5", "clock jump"),
+    **{
+        kind.name: (kind.mark.marker, kind.mark.color, kind.mark.label)
+        for kind in KINDS
+        if kind.mark is not None
+    },
 }
 
 
@@ -96,16 +96,6 @@ def _fault_lane(run: RunData, lanes: set[str], kind: str, v: dict) -> str | None
     return None
 
 
-_FAULT_MARKS = {
-    "drop": "lost_ack",
-    "duplicate": "duplicate_ack",
-    "delay": "delayed_ack",
-    "crash": "crash",
-    "storage_write_failure": "storage_failure",
-    "clock_jump": "clock_jump",
-}
-
-
 def lanes_of(run: RunData) -> Lanes:
     """The swimlane's data from one pass over the history."""
     order = _lane_order(run)
@@ -117,10 +107,10 @@ def lanes_of(run: RunData) -> Lanes:
     for e in run.events:
         v = value(e)
         if e.process == "nemesis":
-            kind = _FAULT_MARKS.get(e.f)
+            fault = kind_of_event(e.f)
             lane = _fault_lane(run, lane_set, e.f, v)
-            if kind and lane:
-                result.marks.append((lane, e.time / 1000, kind))
+            if fault is not None and fault.mark is not None and lane:
+                result.marks.append((lane, e.time / 1000, fault.name))
             continue
         if e.process == "world":
             if e.f == "drain":
@@ -301,13 +291,9 @@ def _caption(run: RunData, lanes: Lanes) -> str:
         counts[kind] += 1
     faults = [
         f"{counts[k]} {label}{'s' if counts[k] != 1 else ''}"
-        for k, label in (
-            ("lost_ack", "lost ACK"),
-            ("duplicate_ack", "duplicated ACK"),
-            ("crash", "crash"),
-            ("storage_failure", "storage failure"),
-        )
-        if counts[k]
+        for k, (_, _, legend) in MARKS.items()
+        if k != "commit" and counts[k]
+        for label in (legend.split(" / ")[0],)
     ]
     text = (
         f"{len(writers)} writers over {seconds(end_ms)}: blocked {percent(fraction)} of the time "

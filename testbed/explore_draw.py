@@ -10,20 +10,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from scenarios.schema import Scenario, fault_targets
+from faults import KINDS, RANDOM_RATES, fault_kind
+from faults.base import Plan
+from scenarios.schema import Scenario
 from scenarios.schema import scenario_from_dict as validate_scenario
-
-RANDOM_RATES = (
-    "ack_loss",
-    "ack_delay_ms",
-    "ack_duplicate",
-    "checkpoint_failure",
-    "writer_crash_per_hour",
-    "coordinator_crash_per_hour",
-    "storage_write_failure",
-    "clock_jump_per_hour",
-)
-"""``[faults]`` keys that make random faults; explore sets them to 0 and draws a schedule."""
 
 MAX_ENTRIES_PER_KIND = 16
 """Upper bound on drawn entries of one kind (per job for ACK and checkpoint faults): enough to
@@ -37,21 +27,8 @@ DEFAULT_SEED_RANGE = (0, 1_000_000)
 # --- what to draw -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class KindPlan:
-    """How explore draws one kind of scheduled fault: up to ``max_entries`` entries among
-    ``targets``; ``bound`` is the upper bound of ``delay_ms`` / ``|delta_ms|``.
-
-    ACK and checkpoint kinds (:data:`JOB_KINDS`) have one plan per job (``targets`` is that job)
-    and pick checkpoints of it; the others pick times."""
-
-    kind: str
-    targets: tuple[str, ...]
-    max_entries: int
-    bound: int = 0
-
-
-JOB_KINDS = ("lose_ack", "delay_ack", "duplicate_ack", "fail_checkpoint")
+KindPlan = Plan
+"""How explore draws one kind (:class:`faults.base.Plan`)."""
 
 
 NO_FAULT_RATES = (
@@ -62,63 +39,22 @@ NO_FAULT_RATES = (
 
 
 def fault_plan(scenario: Scenario) -> list[KindPlan]:
-    """Which kinds to draw and how many, from the scenario's random rates.
+    """Which kinds to draw and how many, from the scenario's random rates (each kind's
+    ``wanted`` in ``faults/``, in registry order).
 
-    The cap is about twice the number of faults the rates would cause over the whole run (ACK
-    and checkpoint faults per checkpoint of the job, ``ack_delay_ms`` delaying every
-    notification; crashes and clock jumps per hour; storage failures per write, estimated), at
+    The cap is about twice the number of faults the rates would cause over the whole run, at
     least 1 and at most :data:`MAX_ENTRIES_PER_KIND`. A rate of 0 draws nothing of its kind.
     """
-    faults = scenario.faults
-    duration_s = scenario.scenario.duration_s
-    hours = duration_s / 3600
-    wanted: list[tuple[str, tuple[str, ...], float, int]] = [
-        (kind, (job.name,), rate * duration_s / job.checkpoint_interval_s, bound)
-        for kind, rate, bound in (
-            ("lose_ack", faults.ack_loss, 0),
-            ("delay_ack", 1.0 if faults.ack_delay_ms else 0.0, faults.ack_delay_ms),
-            ("duplicate_ack", faults.ack_duplicate, 0),
-            ("fail_checkpoint", faults.checkpoint_failure, 0),
-        )
-        for job in scenario.jobs
-    ]
-    # a checkpoint's writes: every task's data files (one per partition it touches) plus the
-    # coordinator's instant files and heartbeats; an estimate, only used to size the cap
-    writes = sum(
-        duration_s / job.checkpoint_interval_s * (job.writers * scenario.table.partitions + 8)
-        for job in scenario.jobs
-    )
-    crash = fault_targets(scenario, "crash")
-    wanted += [
-        (
-            "crash",
-            tuple(t for t in crash if "/task-" in t),
-            faults.writer_crash_per_hour * hours,
-            0,
-        ),
-        (
-            "crash",
-            tuple(t for t in crash if "/task-" not in t),
-            faults.coordinator_crash_per_hour * hours,
-            0,
-        ),
-        (
-            "clock_jump",
-            fault_targets(scenario, "clock_jump"),
-            faults.clock_jump_per_hour * hours if faults.clock_jump_ms else 0,
-            faults.clock_jump_ms,
-        ),
-        (
-            "storage_failure",
-            fault_targets(scenario, "storage_failure"),
-            faults.storage_write_failure * writes,
-            0,
-        ),
-    ]
     return [
-        KindPlan(kind, targets, min(MAX_ENTRIES_PER_KIND, max(1, math.ceil(2 * expected))), bound)
-        for kind, targets, expected, bound in wanted
-        if expected > 0
+        KindPlan(
+            kind.name,
+            wanted.targets,
+            min(MAX_ENTRIES_PER_KIND, max(1, math.ceil(2 * wanted.expected))),
+            wanted.bound,
+        )
+        for kind in KINDS
+        for wanted in kind.wanted(scenario)
+        if wanted.expected > 0
     ]
 
 
@@ -166,22 +102,6 @@ def make_candidate(seed: int, duration_s: float, entries: list[dict[str, Any]]) 
     return Candidate(seed, duration_s, tuple(tuple(sorted(e.items())) for e in ordered))
 
 
-def _largest_first(bound: int) -> st.SearchStrategy[int]:
-    """An integer in [1, bound] that shrinks toward ``bound``, so generation (which favours
-    small draws) mostly gives large values: a delay or clock step big enough to matter, and the
-    scenario's own bound in the counterexample unless a smaller one is needed."""
-    return st.integers(min_value=0, max_value=bound - 1).map(lambda below: bound - below)
-
-
-def _options(plan: KindPlan, draw: st.DrawFn) -> dict[str, Any]:
-    if plan.kind == "delay_ack":
-        return {"delay_ms": draw(_largest_first(plan.bound))}
-    if plan.kind == "clock_jump":
-        magnitude = draw(_largest_first(plan.bound))
-        return {"delta_ms": -magnitude if draw(st.booleans()) else magnitude}
-    return {}
-
-
 def _draw_entries(
     draw: st.DrawFn, plan: KindPlan, longest_s: float, interval_s: dict[str, float]
 ) -> list[dict[str, Any]]:
@@ -199,7 +119,8 @@ def _draw_entries(
     A checkpoint N is triggered no earlier than N intervals into the run, so one past the end
     of the run could never fire.
     """
-    if plan.kind in JOB_KINDS:
+    kind = fault_kind(plan.kind)
+    if kind.per_checkpoint:
         (job,) = plan.targets
         last = max(1, math.floor(longest_s / interval_s[job]))
 
@@ -210,7 +131,7 @@ def _draw_entries(
                 "kind": plan.kind,
                 "target": job,
                 "checkpoint": inner(st.integers(min_value=1, max_value=last)),
-            } | _options(plan, inner)
+            } | kind.draw_options(plan, inner)
 
         drawn = draw(st.lists(at_checkpoint(), max_size=min(last, plan.max_entries)))
         by_checkpoint = {entry["checkpoint"]: entry for entry in reversed(drawn)}
@@ -223,7 +144,7 @@ def _draw_entries(
             "at_s": inner(st.integers(min_value=0, max_value=longest_ms - 1)) / 1000,
             "kind": plan.kind,
             "target": inner(st.sampled_from(plan.targets)),
-        } | _options(plan, inner)
+        } | kind.draw_options(plan, inner)
 
     return draw(st.lists(timed(), max_size=plan.max_entries))
 

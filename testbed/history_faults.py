@@ -7,22 +7,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from faults import kind_of_event
+from faults.base import HistoryContext
 from models.history import Event
 from scenarios.schema import Scenario
 
 
 def faults_from_history(events: Sequence[Event], scenario: Scenario) -> list[dict[str, Any]]:
     """Schedule entries for the random faults that fired in a run (scheduled ones, which carry
-    their ``schedule`` index, are already entries of the file).
+    their ``schedule`` index, are already entries of the file), each read back by the kind whose
+    history event it is (``from_event`` in ``faults/``).
 
-    ACK faults and failed checkpoints name their checkpoint (``at_s = 0``): a random notification
-    fault records it (``sim/network.py``); in a history from before it did, it is the checkpoint
-    the job completed just before (the notification is sent in the same step). Crashes of a job
-    already restarting changed nothing and are left out; a random storage failure is kept only
-    for a one-job scenario (its event names the file, not the process).
+    ACK faults and failed checkpoints name their checkpoint (``at_s = 0``); a notification fault
+    from a history whose events did not name it takes the checkpoint the job completed just
+    before (the notification is sent in the same step). A fault that changed nothing (a crash of
+    a job already restarting) or cannot be replayed as an entry is left out.
     """
-    jobs = [job.name for job in scenario.jobs]
     last_checkpoint: dict[str, int] = {}
+    context = HistoryContext(tuple(job.name for job in scenario.jobs), last_checkpoint)
     entries: list[dict[str, Any]] = []
     for event in events:
         if event.f == "checkpoint" and event.type == "ok" and event.process.endswith("/checkpoint"):
@@ -30,38 +32,10 @@ def faults_from_history(events: Sequence[Event], scenario: Scenario) -> list[dic
             continue
         if event.process != "nemesis" or not isinstance(event.value, dict):
             continue
-        value = event.value
-        if "schedule" in value:
+        kind = kind_of_event(event.f)
+        if kind is None or "schedule" in event.value:
             continue
-        at_s = event.time / 1000
-        if event.f in ("drop", "duplicate") and value.get("message") == "CheckpointComplete":
-            job = str(value.get("channel", "")).rsplit("/", 1)[0]
-            checkpoint = value.get("checkpoint", last_checkpoint.get(job))
-            if job in jobs and checkpoint is not None:
-                kind = "lose_ack" if event.f == "drop" else "duplicate_ack"
-                entries.append(
-                    {"at_s": 0.0, "kind": kind, "target": job, "checkpoint": int(checkpoint)}
-                )
-        elif event.f == "checkpoint_failure":
-            entries.append(
-                {
-                    "at_s": 0.0,
-                    "kind": "fail_checkpoint",
-                    "target": value["job"],
-                    "checkpoint": value["checkpoint"],
-                }
-            )
-        elif event.f == "crash" and not value.get("job_restarting"):
-            entries.append({"at_s": at_s, "kind": "crash", "target": value["process"]})
-        elif event.f == "clock_jump":
-            entries.append(
-                {
-                    "at_s": at_s,
-                    "kind": "clock_jump",
-                    "target": value["process"],
-                    "delta_ms": value["delta_ms"],
-                }
-            )
-        elif event.f == "storage_write_failure" and len(jobs) == 1:
-            entries.append({"at_s": at_s, "kind": "storage_failure", "target": jobs[0]})
+        entry = kind.from_event(event.value, event.time / 1000, context)
+        if entry is not None:
+            entries.append(entry)
     return entries
