@@ -19,6 +19,7 @@ import simpy
 
 from models.ports import Acquire, Lock, Release, Sleep, Steps
 from sim.lock import SimLock
+from sim.pauses import PausableEnvironment
 
 T = TypeVar("T")
 
@@ -36,7 +37,9 @@ def drive(env: simpy.Environment, steps: Steps[T], *, owner: str) -> Generator[s
 
     ``Acquire`` / ``Release`` go to the SimLock's ``sim_acquire`` / ``sim_release`` (any other lock
     type is a TypeError), ``Sleep(d)`` waits ``d`` ms (nothing for ``d <= 0``), and each effect's
-    result sent back into the steps is None. The steps' return value is returned.
+    result sent back into the steps is None. The steps' return value is returned. In a
+    :class:`PausableEnvironment`, an ``owner`` that is paused sits the pause out before its next
+    effect.
 
     On any exception (the process interrupted, the steps raising, an effect failing) the steps are
     closed so their ``finally`` blocks run (effects they would yield there are not carried out),
@@ -49,6 +52,9 @@ def drive(env: simpy.Environment, steps: Steps[T], *, owner: str) -> Generator[s
     try:
         effect = next(steps)
         while True:
+            if isinstance(env, PausableEnvironment) and env.paused_until_ms:
+                while (left_ms := env.pause_left_ms(owner)) > 0:  # paused: sit it out first
+                    yield env.timeout(left_ms)
             if isinstance(effect, Acquire):
                 lock = _sim_lock(effect.lock)
                 yield from lock.sim_acquire(owner)

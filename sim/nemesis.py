@@ -39,6 +39,7 @@ import simpy
 from faults import fault_kind, kinds_with_hook
 from faults.base import NotificationFate
 from scenarios.schema import ScheduledFault, fault_targets
+from sim.pauses import PausableEnvironment
 from sim.storage import SimStorage, StorageWriteError
 
 if TYPE_CHECKING:
@@ -156,6 +157,11 @@ class Nemesis:
         restarting = bool(job.failing)
         job.fail(job.epoch, f"{target} crashed")
         return restarting
+
+    def pause(self, target: str, duration_ms: int) -> None:
+        if not isinstance(self.env, PausableEnvironment):
+            raise TypeError("pausing a process needs the world's PausableEnvironment")
+        self.env.pause(target, duration_ms)
 
     def jump_clock(self, target: str, delta_ms: int) -> int:
         clock = self.world.clock(target)

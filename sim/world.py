@@ -41,6 +41,7 @@ from sim.history import HistoryRecorder
 from sim.job import Job
 from sim.lock import SimLock
 from sim.nemesis import Nemesis, NemesisStorage
+from sim.pauses import PausableEnvironment
 from sim.rng import Rng
 
 EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: simulated time 0
@@ -64,7 +65,7 @@ class World:
     def __init__(self, scenario: Any, *, table_root: Path | None = None) -> None:
         self.scenario = scenario
         self.seed = scenario.scenario.seed
-        self.env = simpy.Environment()
+        self.env = PausableEnvironment()
         self.rng = Rng(self.seed)
         self.history = HistoryRecorder(lambda: int(self.env.now))
         self.draining = False
