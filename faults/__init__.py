@@ -14,6 +14,7 @@ from faults import (
     duplicate_ack,
     fail_checkpoint,
     lose_ack,
+    pause,
     storage_failure,
 )
 from faults.base import FaultKind, Hook
@@ -26,6 +27,7 @@ KINDS: tuple[FaultKind, ...] = (
     crash.KIND,
     clock_jump.KIND,
     storage_failure.KIND,
+    pause.KIND,
 )
 """Every kind, in the order the nemesis applies notification kinds (a lost notification is not
 also delayed or duplicated) and explore draws them."""

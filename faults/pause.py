@@ -1,0 +1,35 @@
+"""``pause``: the target process stops for ``duration_ms`` (a long garbage collection, a frozen
+VM or container), as Jepsen's pause nemesis does. It stops at its next protocol step that waits
+(a lock, a sleep) and keeps what it holds, so a coordinator paused inside TrueTime's lock or a
+commit (``StreamWriteOperatorCoordinator`` committing under the table lock) stalls every process
+waiting on that lock, and writers in blocking mode wait for its next instant."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from faults.base import MS_PER_HOUR, FaultKind, Mark, NemesisPort, Option, Targets, has_compactor
+
+
+class Pause(FaultKind):
+    def targets(self, scenario: Any, job: Any) -> Targets:
+        compactor = (f"{job.name}/compactor",) if has_compactor(scenario, job) else ()
+        return Targets(before=(f"{job.name}/coordinator", *compactor))
+
+    def fire(
+        self, port: NemesisPort, target: str, options: Mapping[str, Any], index: int | None
+    ) -> None:
+        duration_ms = int(options["duration_ms"])
+        port.record(self.event, {"process": target, "duration_ms": duration_ms}, index)
+        port.pause(target, duration_ms)
+
+
+KIND = Pause(
+    name="pause",
+    summary="the target coordinator or compactor stops for duration_ms, holding what it holds",
+    hook="timed",
+    event="pause",
+    mark=Mark("s", "#6c6c6c", "process pause"),
+    options=(Option("duration_ms", 1, MS_PER_HOUR, "how long it stops", required=True),),
+)
