@@ -216,6 +216,13 @@ def has_compactor(scenario: Any, job: Any) -> bool:
     return bool(job.table_services) and scenario.table.type == "MERGE_ON_READ"
 
 
+def coordinator_and_compactor(scenario: Any, job: Any) -> Targets:
+    """The processes of ``job`` that take instant times and drive protocol steps under the table
+    lock: its coordinator, and its compactor if it has one."""
+    compactor = (f"{job.name}/compactor",) if has_compactor(scenario, job) else ()
+    return Targets(before=(f"{job.name}/coordinator", *compactor))
+
+
 def notification_entry(
     kind: str, value: dict[str, Any], context: HistoryContext
 ) -> dict[str, Any] | None:

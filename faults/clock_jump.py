@@ -16,14 +16,13 @@ from faults.base import (
     Option,
     Targets,
     Wanted,
-    has_compactor,
+    coordinator_and_compactor,
 )
 
 
 class ClockJump(FaultKind):
     def targets(self, scenario: Any, job: Any) -> Targets:
-        compactor = (f"{job.name}/compactor",) if has_compactor(scenario, job) else ()
-        return Targets(before=(f"{job.name}/coordinator", *compactor))
+        return coordinator_and_compactor(scenario, job)
 
     def fire(
         self, port: NemesisPort, target: str, options: Mapping[str, Any], index: int | None

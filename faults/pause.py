@@ -9,13 +9,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from faults.base import MS_PER_HOUR, FaultKind, Mark, NemesisPort, Option, Targets, has_compactor
+from faults.base import (
+    MS_PER_HOUR,
+    FaultKind,
+    Mark,
+    NemesisPort,
+    Option,
+    Targets,
+    coordinator_and_compactor,
+)
 
 
 class Pause(FaultKind):
     def targets(self, scenario: Any, job: Any) -> Targets:
-        compactor = (f"{job.name}/compactor",) if has_compactor(scenario, job) else ()
-        return Targets(before=(f"{job.name}/coordinator", *compactor))
+        return coordinator_and_compactor(scenario, job)
 
     def fire(
         self, port: NemesisPort, target: str, options: Mapping[str, Any], index: int | None
