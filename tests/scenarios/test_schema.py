@@ -6,6 +6,7 @@ from __future__ import annotations
 import pickle
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, get_args
 
 import pytest
@@ -13,6 +14,7 @@ import tomli_w
 from hypothesis import given
 from hypothesis import strategies as st
 
+from faults import fault_kind
 from scenarios import (
     INVARIANTS,
     PROTOCOL_VARIANTS,
@@ -842,27 +844,23 @@ def fault_schedules(draw: st.DrawFn, data: dict[str, Any]) -> list[dict[str, Any
     entries = []
     for _ in range(draw(st.integers(min_value=0, max_value=4))):
         name, writers = draw(st.sampled_from(jobs))
-        kind = draw(st.sampled_from(FAULT_KINDS))
-        task = f"{name}/task-{draw(st.integers(min_value=0, max_value=writers - 1))}"
+        kind = fault_kind(draw(st.sampled_from(FAULT_KINDS)))
+        job = SimpleNamespace(name=name, writers=writers, table_services=False)
+        targets = kind.targets(SimpleNamespace(table=SimpleNamespace(type="COPY_ON_WRITE")), job)
+        task = (
+            f"{name}/task-{draw(st.integers(min_value=0, max_value=max(0, targets.writers - 1)))}"
+        )
+        choices = [*targets.before, *([task] if targets.writers else []), *targets.after]
         entry: dict[str, Any] = {
             "at_s": duration_s * draw(st.floats(min_value=0, max_value=0.99)),
-            "kind": kind,
-            "target": {
-                "crash": draw(st.sampled_from([task, f"{name}/coordinator"])),
-                "clock_jump": f"{name}/coordinator",
-                "storage_failure": draw(st.sampled_from([name, task, f"{name}/coordinator"])),
-            }.get(kind, name),
+            "kind": kind.name,
+            "target": draw(st.sampled_from(choices)),
         }
-        if kind in ("lose_ack", "delay_ack", "duplicate_ack", "fail_checkpoint") and draw(
-            st.booleans()
-        ):
-            entry["checkpoint"] = draw(small_int)
-        if kind == "delay_ack":
-            entry["delay_ms"] = draw(small_int)
-        if kind == "clock_jump":
-            entry["delta_ms"] = draw(st.integers(min_value=1, max_value=10**6)) * draw(
-                st.sampled_from([-1, 1])
-            )
+        for option in kind.options:
+            if option.required or draw(st.booleans()):
+                magnitude = draw(st.integers(min_value=1, max_value=min(option.high, 10**6)))
+                negative = option.low < 0 and draw(st.booleans())
+                entry[option.name] = -magnitude if negative else magnitude
         entries.append(entry)
     return entries
 

@@ -31,12 +31,14 @@ def test_a_ctrl_c_swallowed_by_a_finalised_generator_is_still_seen(capsys):
     assert "Traceback" not in capsys.readouterr().err
 
 
-def test_a_ctrl_c_outside_the_watch_is_raised_as_before():
+def test_the_handler_from_before_the_watch_is_put_back():
+    before = signal.getsignal(signal.SIGINT)
     with sigint_watched() as watch:
         watch.raise_if_seen()  # nothing seen: no exception
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    with pytest.raises(KeyboardInterrupt):
-        signal.raise_signal(signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+        assert watch.seen
+    assert signal.getsignal(signal.SIGINT) is before
 
 
 def test_a_ctrl_c_inside_a_held_block_is_remembered_not_raised():
