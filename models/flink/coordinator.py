@@ -60,10 +60,12 @@ announce as created but no write status of the commit names is deleted, so files
 commit's metadata are gone, not silently visible.
 
 OCC: a commit that loses its conflict check (:class:`~models.txn.concurrency.ConcurrentWriteConflict`)
-is not failed over into the same conflict forever: its own rows are re-written under a new instant
-and committed (:func:`models.txn.concurrency.retry_write`, since the source will not replay data a
-completed checkpoint covered), and a restored coordinator that finds such a retry
-(:func:`models.txn.concurrency.superseded_by`) only rolls the aborted instant back.
+raises :class:`CommitConflictError` and the job fails over, as Hudi's does
+(``StreamWriteOperatorCoordinator.commitInstant`` throws ``HoodieWriteConflictException`` on its
+``NonThrownExecutor``, whose hook calls ``context.failJob``). The instant stays pending with its
+buffer; the restarted job recommits the same instant, which conflicts again for as long as the
+commit it conflicted with stands (apache/hudi#19046): no retry under a new instant exists in
+Hudi's Flink sink.
 
 Known-bad variants (``[protocol]`` switches; docs/protocol.md section 6):
 
@@ -104,7 +106,6 @@ from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.format.commit_metadata import WriteStat
 from models.ports import Steps
 from models.timeline.instant import Instant, State
-from models.txn import concurrency
 from models.txn.concurrency import ConcurrentWriteConflict
 from models.write.rollback import rollback
 from models.write.writer import TableWriter
@@ -117,6 +118,11 @@ COMMIT_RETRIES = 3
 
 class CoordinatorError(RuntimeError):
     """A protocol violation the coordinator cannot recover from: the job fails over."""
+
+
+class CommitConflictError(CoordinatorError):
+    """A commit lost its OCC conflict check (Hudi's ``HoodieWriteConflictException``, "Cannot
+    resolve conflicts for overlapping writes"): the job fails over and recommits the instant."""
 
 
 @dataclass(frozen=True)
@@ -300,7 +306,8 @@ class WriteCoordinator:
                 del self.buffers[key]
             covered = covered[-1:]
         for key in covered:
-            result = yield from self._commit(self.buffers.pop(key))
+            result = yield from self._commit(self.buffers[key])  # a failed commit keeps it
+            del self.buffers[key]
             if result is not None:
                 results.append(result)
         return results
@@ -375,15 +382,6 @@ class WriteCoordinator:
             yield from self._abandon(buffer.instant)
             return None
         inflight = Instant(buffer.instant, State.INFLIGHT, self.writer.default_action)
-        if recommit:
-            retried = concurrency.superseded_by(self.writer.table, buffer.instant)
-            if retried is not None:  # an OCC retry already committed this instant's rows
-                if not self._is_completed(buffer.instant):
-                    yield from rollback(
-                        self.writer.table, self.writer, inflight, self.writer.time_generator
-                    )
-                self._completed.add(buffer.instant)
-                return None
         precommit = None
         if self.precommit is not None:
             hook = self.precommit
@@ -403,15 +401,10 @@ class WriteCoordinator:
                         raise CoordinatorError(
                             f"commit of {buffer.instant} failed {COMMIT_RETRIES} times"
                         ) from None
-        except ConcurrentWriteConflict:
-            done, stats = yield from concurrency.retry_write(
-                self.writer,
-                inflight,
-                stats,
-                precommit=self.precommit,
-                operation_type=self.operation_type,
-                on_start=self.on_instant_start,
-            )
+        except ConcurrentWriteConflict as conflict:
+            raise CommitConflictError(
+                f"Cannot resolve conflicts for overlapping writes: {conflict}"
+            ) from conflict
         self._completed.add(buffer.instant)
         return CommitResult(
             done,

@@ -48,16 +48,13 @@ IfAny``), and how this module models it:
   update (the merge read the slice without it) and still conflicts; Hudi 1.1 avoids that case
   by keeping copy-on-write upserts on the blocking coordinator.
 
-A conflict aborts the commit: Hudi throws ``HoodieWriteConflictException`` and leaves the instant
-pending for the failed-writes cleaner (``rollbackFailedWrites``: ``EAGER`` at the next start,
-``LAZY`` once its heartbeat expired); the Spark writer can then redo the whole write under a new
-instant (``hoodie.write.num.retries.on.conflict.failures``, HUDI-4631). A Flink job cannot redo
-it from its source: a conflict is found at commit time, after the checkpoint that covers the data
-completed, so the source will not replay it. :func:`retry_write` is that retry for a
-checkpointed write: it re-writes what the aborted instant wrote under a new instant, whose
-requested time is after the conflicting commit (so that commit no longer conflicts), commits it
-and rolls the aborted instant back; :func:`superseded_by` lets a restarted writer find such a
-retry instead of committing the aborted instant again.
+A conflict aborts the commit: Hudi throws ``HoodieWriteConflictException`` ("Cannot resolve
+conflicts for overlapping writes") and leaves the instant pending. The Spark writer can redo the
+whole write under a new instant (``hoodie.write.num.retries.on.conflict.failures``, HUDI-4631); the
+Flink sink has no such retry: the throw fails the job (``NonThrownExecutor`` hands it to
+``context.failJob``), the restarted job recommits the *same* instant, and while the commit that
+conflicted stands it conflicts again (apache/hudi#19046's restart loop; a livelock the
+``liveness`` invariant reports). :mod:`models.flink.coordinator` raises accordingly.
 
 The check is a pure function of a timeline and the table's instant files; run it inside the commit's
 lock hold (e.g. as the writer's pre-commit hook) so no instant can complete in between.
@@ -65,26 +62,13 @@ lock hold (e.g. as the writer's pre-commit hook) so no instant can complete in b
 
 from __future__ import annotations
 
-import io
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
-
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from models.format.commit_metadata import WriteStat
 from models.format.compaction_plan import read_compaction_plan
-from models.format.log_blocks import DataBlock, DeleteBlock
-from models.format.log_reader import read_log_blocks
-from models.ports import Steps
 from models.timeline.active import Timeline
 from models.timeline.instant import Instant, State
-from models.view.filenames import parse_base_file_name, parse_log_file_name
-from models.view.reader import COMMIT_TIME
-from models.write.rollback import rollback
-from models.write.write_handles import META_COLUMNS
-from models.write.writer import TableWriter
 
 if TYPE_CHECKING:
     from models.view.table import HudiTable
@@ -229,133 +213,3 @@ def ensure_no_conflict(
     if found:
         other, overlap = found[0]
         raise ConcurrentWriteConflict(instant, other, overlap)
-
-
-# --- retrying an aborted write under a new instant ---------------------------------------------
-
-RETRY_OF = "testbed.occ.retryOf"
-"""``extraMetadata`` key of a commit that re-wrote an instant aborted by a conflict: the aborted
-instant's requested time (a testbed key; Hudi's Spark retry starts over from its input instead)."""
-
-
-def retry_write(
-    writer: TableWriter,
-    aborted: Instant,
-    stats: Iterable[WriteStat],
-    *,
-    precommit: Callable[[Instant, tuple[WriteStat, ...]], None] | None = None,
-    operation_type: str = "UPSERT",
-    on_start: Callable[[Instant], None] | None = None,
-) -> Steps[tuple[Instant, tuple[WriteStat, ...]]]:
-    """Redo the write of ``aborted`` (its ``stats``) under a new instant, commit it, then roll
-    ``aborted`` back; returns the completed instant and its write stats.
-
-    The order is what keeps a crash at any step harmless: until the new commit completes,
-    ``aborted`` and its files are untouched (a retry after a restart starts over; the half-written
-    new instant is a failed write that cleaning rolls back); the new commit names ``aborted``
-    under :data:`RETRY_OF`, so once it completed :func:`superseded_by` tells a restarted writer
-    not to commit ``aborted`` again, only to roll it back. ``precommit(instant, stats)`` is the
-    conflict check of the new commit (the instant that conflicted completed before the new one
-    started, so only a newer commit can conflict again). ``on_start(instant)`` runs as soon as
-    the new instant exists (start its heartbeat, as Hudi's ``startCommit`` does for ``LAZY``
-    cleaning: an instant without one looks failed)."""
-    new, new_stats = yield from rewrite_write(writer, aborted, stats, on_start=on_start)
-    hook = None
-    if precommit is not None:
-        check = precommit
-
-        def hook() -> None:
-            check(new, new_stats)
-
-    done = yield from writer.commit(
-        new,
-        new_stats,
-        operation_type,
-        precommit=hook,
-        extra_metadata={RETRY_OF: aborted.requested_time},
-    )
-    yield from rollback(writer.table, writer, aborted, writer.time_generator)
-    return done, new_stats
-
-
-def rewrite_write(
-    writer: TableWriter,
-    aborted: Instant,
-    stats: Iterable[WriteStat],
-    *,
-    on_start: Callable[[Instant], None] | None = None,
-) -> Steps[tuple[Instant, tuple[WriteStat, ...]]]:
-    """Start a new instant and write into it what ``aborted`` wrote: its own rows only.
-
-    A log file of ``aborted`` holds only its blocks: they are appended again (data and deletes)
-    as a log file named with the new instant. A base file may also carry rows a copy-on-write
-    merge kept from older commits (their ``_hoodie_commit_time`` is older): only the rows of
-    ``aborted`` are taken and merged again onto the file group's latest committed slice as it is
-    *now*, with the commit that conflicted in it (even where ``aborted`` found no slice and
-    created the file group: the conflicting commit may have created it meanwhile); with no slice
-    at all they form a new base file under the same file id. Returns the new inflight instant and
-    the stats of its files. Column-wise throughout: one read per file."""
-    new = yield from writer.start_commit(aborted.action)
-    if on_start is not None:
-        on_start(new)
-    time = aborted.requested_time
-    out: list[WriteStat] = []
-    for stat in sorted(stats, key=_file_order):
-        data = writer.storage.read(stat.path)
-        if stat.is_log_write:
-            token = parse_log_file_name(stat.file_name).write_token
-            records, deletes = _own_log_rows(data, time)
-            if records is None and deletes is None:
-                continue
-            out.append(
-                writer.append_log_file(
-                    new,
-                    stat.partition_path,
-                    stat.file_id,
-                    records,
-                    delete_keys=deletes,
-                    task_id=token.task_partition_id if token else 0,
-                )
-            )
-            continue
-        task = parse_base_file_name(stat.file_name).write_token.task_partition_id
-        rows = pq.read_table(io.BytesIO(data))
-        rows = rows.filter(pc.equal(rows.column(COMMIT_TIME), time))
-        rows = rows.drop_columns([c for c in META_COLUMNS if c in rows.column_names])
-        out.append(
-            writer.upsert_base_file(new, stat.partition_path, stat.file_id, rows, task_id=task)
-        )
-    return new, tuple(out)
-
-
-def superseded_by(table: HudiTable, instant_time: str) -> Instant | None:
-    """The completed commit that re-wrote the aborted ``instant_time`` (:func:`retry_write`),
-    None if there is none. Only commits completed after ``instant_time`` was requested can be."""
-    for other in table.timeline().by_completion_time():
-        if other.action not in CANDIDATE_ACTIONS or (other.completion_time or "") <= instant_time:
-            continue
-        if table.commit_metadata(other).extra_metadata.get(RETRY_OF) == instant_time:
-            return other
-    return None
-
-
-def _file_order(stat: WriteStat) -> tuple[str, str, int, str]:
-    """Write stats in the order their files were written: log versions ascending."""
-    version = parse_log_file_name(stat.file_name).version if stat.is_log_write else 0
-    return (stat.partition_path, stat.file_id, version, stat.path)
-
-
-def _own_log_rows(data: bytes, instant_time: str) -> tuple[pa.Table | None, pa.Table | None]:
-    """The data rows and delete keys that ``instant_time`` wrote into one log file."""
-    records, deletes = [], []
-    for block in read_log_blocks(data):
-        if block.instant_time != instant_time:
-            continue
-        if isinstance(block, DataBlock) and block.records.num_rows:
-            records.append(block.records)
-        elif isinstance(block, DeleteBlock) and block.keys.num_rows:
-            deletes.append(block.keys)
-    return (
-        pa.concat_tables(records) if records else None,
-        pa.concat_tables(deletes) if deletes else None,
-    )

@@ -12,17 +12,13 @@ from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.storage import InMemoryStorage
 from models.timeline.truetime import make_time_generator
 from models.txn.concurrency import (
-    RETRY_OF,
     ConcurrentWriteConflict,
     appended_file_groups,
     ensure_no_conflict,
     find_conflicts,
     mutated_file_groups,
-    retry_write,
-    superseded_by,
     touched_file_groups,
 )
-from models.view.reader import read_snapshot
 from models.write.table_init import create_table
 from models.write.writer import TableWriter
 
@@ -243,90 +239,3 @@ def test_a_foreign_commit_between_own_instants_still_conflicts():
         ensure_no_conflict(w.table.timeline(), w.table, ours, touched_file_groups(stats), **own)
     assert caught.value.other == their_done
     assert caught.value.file_groups == (("p=1", FG_B),)
-
-
-# --- retrying an aborted write under a new instant -------------------------------------------
-
-
-def deletes(ids):
-    n = len(ids)
-    return pa.table(
-        {
-            "record_key": pa.array(ids, pa.string()),
-            "partition_path": pa.array(["p=1"] * n, pa.string()),
-            "ordering_value": pa.array([None] * n, pa.int64()),
-        }
-    )
-
-
-def snapshot(w: Writers) -> dict[str, int]:
-    table = read_snapshot(w.table)
-    return dict(zip(table.column("id").to_pylist(), table.column("ts").to_pylist(), strict=True))
-
-
-def test_retry_rewrites_an_aborted_log_write_under_a_new_instant_and_rolls_it_back():
-    w = Writers(MERGE_ON_READ)
-    ours = w.start()
-    stats = [
-        w.writer.append_log_file(ours, "p=1", FG_A, rows(["a", "b"], 1), version=1),
-        w.writer.append_log_file(ours, "p=1", FG_A, rows(["c"], 1), version=2),
-        w.writer.append_log_file(ours, "p=1", FG_A, delete_keys=deletes(["x"]), version=3),
-    ]
-    theirs = w.start()
-    theirs = w.commit(theirs, [w.writer.append_log_file(theirs, "p=1", FG_A, rows(["b", "x"], 5))])
-    with pytest.raises(ConcurrentWriteConflict):
-        w.commit_checked(ours, stats)
-    done, new_stats = run(retry_write(w.writer, ours, stats, precommit=w.check), w.clock)
-    assert done.requested_time > theirs.completion_time  # the conflicting commit is older now
-    assert [(s.file_id, s.log_version) for s in new_stats] == [(FG_A, 1), (FG_A, 2), (FG_A, 3)]
-    assert all(done.requested_time in s.path for s in new_stats)
-    # event time: their b=5 wins either way; our delete of x has no ordering value and comes
-    # after their insert of x in completion order
-    assert snapshot(w) == {"a": 1, "b": 5, "c": 1}
-    timeline = w.table.timeline()
-    assert not any(i.requested_time == ours.requested_time for i in timeline.instants)
-    assert [i.action for i in timeline.completed().instants][-1] == "rollback"
-    assert not any(w.table.storage.exists(s.path) for s in stats)
-    assert superseded_by(w.table, ours.requested_time) == done
-    assert superseded_by(w.table, theirs.requested_time) is None
-
-
-def test_retry_of_a_copy_on_write_upsert_merges_onto_the_conflicting_commit():
-    """The lost update OCC exists to prevent: ours merged FG_A before their commit; retried, our
-    own rows are merged onto the slice that now holds theirs, and nothing is lost."""
-    w = Writers(COPY_ON_WRITE)
-    w.commit(base := w.start(), [w.writer.write_base_file(base, "p=1", FG_A, rows(["a"], 1))])
-    ours = w.start()
-    stats = [w.writer.upsert_base_file(ours, "p=1", FG_A, rows(["b"], 2))]
-    theirs = w.start()
-    w.commit(theirs, [w.writer.upsert_base_file(theirs, "p=1", FG_A, rows(["c"], 3))])
-    assert w.conflicts(ours, stats) == [w.table.timeline().completed().instants[-1]]
-    done, _ = run(retry_write(w.writer, ours, stats, precommit=w.check), w.clock)
-    assert snapshot(w) == {"a": 1, "b": 2, "c": 3}
-    assert superseded_by(w.table, ours.requested_time) == done
-
-
-def test_retry_rewrites_a_new_file_group_and_keeps_only_the_aborted_rows():
-    w = Writers(COPY_ON_WRITE)
-    ours = w.start()
-    stats = [w.writer.write_base_file(ours, "p=1", FG_B, rows(["n1", "n2"], 4))]
-    done, new_stats = run(retry_write(w.writer, ours, stats), w.clock)
-    assert [(s.file_id, s.num_writes, s.prev_commit) for s in new_stats] == [(FG_B, 2, None)]
-    assert snapshot(w) == {"n1": 4, "n2": 4}
-    meta = w.table.commit_metadata(done)
-    assert meta.extra_metadata[RETRY_OF] == ours.requested_time and meta.schema
-
-
-def test_retry_merges_onto_a_file_group_the_conflicting_commit_created_meanwhile():
-    """Ours found no slice and created FG_A; theirs created it too and committed first. The
-    retry must merge onto their slice, not write a second first base file (which would hide
-    their rows): found in the simulator with two copy-on-write jobs."""
-    w = Writers(COPY_ON_WRITE)
-    ours = w.start()
-    stats = [w.writer.upsert_base_file(ours, "p=1", FG_A, rows(["a"], 1))]
-    assert stats[0].prev_commit is None
-    theirs = w.start()
-    w.commit(theirs, [w.writer.upsert_base_file(theirs, "p=1", FG_A, rows(["b"], 2))])
-    _, new_stats = run(retry_write(w.writer, ours, stats, precommit=w.check), w.clock)
-    assert new_stats[0].prev_commit == theirs.requested_time
-    assert snapshot(w) == {"a": 1, "b": 2}
