@@ -1,7 +1,10 @@
 """Hudi's Flink-sink test harness over the models: ``TestWriteBase.TestHarness``,
 ``StreamWriteFunctionWrapper``, ``TestData`` and the helpers of
 ``TestStreamWriteOperatorCoordinator`` (apache/hudi ``hudi-flink-datasource/hudi-flink/src/test/
-java/org/apache/hudi/sink/``, Hudi 1.1 as read in ``/work/notes/issue16-hudi-flink-sink.md`` §9).
+java/org/apache/hudi/sink/``). The steps follow Hudi 1.1's ``TestWriteBase`` and
+``StreamWriteFunctionWrapper`` (master at the release-1.1.0 cut, ``4f80914b``, read from the fork
+snapshot ``suryaprasanna/hudi``). Section numbers (§11.3) and rule ids (C24, W14, M3, ...) in the
+ports cite the research note on Hudi's Flink sink (``notes/issue16-hudi-flink-sink.md``).
 
 What runs is the models' code: a :class:`~models.flink.coordinator.WriteCoordinator` (the
 coordinator), :class:`~models.flink.write_task.WriteTask` plus
@@ -37,9 +40,18 @@ way ``sim/job.py`` does for a real run:
   :class:`~models.flink.write_task.TaskState` as the list state and the coordinator's
   :class:`~models.flink.event_buffers.CoordinatorState` as checkpoint ``n``; as in Hudi's mock, a
   restarted task restores the state of the last *begun* checkpoint.
+- **A restarted write task** is a new :class:`WriteTask` restored from that state, with a new
+  log-version memory, as ``sim/job.py`` relaunches one.
 - **Heartbeats and the OCC check** are wired as ``sim/table_services.py`` wires them: a heartbeat
   file when a new instant starts, deleted when it commits; ``concurrency = "OCC"`` installs
   :func:`models.txn.concurrency.ensure_no_conflict` as the commit's pre-commit hook.
+- **A second Java thread** of a test (``new Thread(...)``) is a step run at the point the main
+  thread would block or at ``join``; what it throws is recorded, not raised (JUnit ignores an
+  exception in another thread).
+- **One check more than Hudi's harness**: :meth:`TestHarness.end` and
+  :meth:`CoordinatorHarness.after` assert that no coordinator action failed the job unless a step
+  expected it. Hudi's mock context records ``failJob`` silently; a failure the model records where
+  Hudi's coordinator runs on would otherwise pass unnoticed.
 
 Translations (each port's docstring names the ones it relies on):
 
@@ -97,7 +109,7 @@ from models.view.reader import read_snapshot
 from models.view.table import HudiTable
 from models.write import heartbeat
 from models.write.table_init import create_table
-from models.write.write_handles import PARTITION_METADATA, WriteError
+from models.write.write_handles import WriteError
 from models.write.writer import TableWriter
 
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -349,8 +361,10 @@ class TableBase:
         return pending[-1].requested_time if pending else None
 
     def is_completed(self, instant: str | None) -> bool:
+        """``checkInstantState(COMPLETED, instant)``: the completed timeline contains it."""
+        timeline = self.table.active_timeline.load()
         return instant is not None and any(
-            i.requested_time == instant for i in self.completed_writes()
+            i.requested_time == instant for i in timeline.completed()
         )
 
     def commit_partitions(self, instant: str) -> list[str]:
@@ -359,12 +373,13 @@ class TableBase:
         return sorted(self.table.commit_metadata(done).partition_to_write_stats)
 
     def data_files(self) -> list[str]:
-        """Files under the table path outside dot folders (``.hoodie``), partition metadata
-        aside: base and log files, committed or not."""
+        """``TestHarness.fileExists(false)``: any file in a folder that is not a dot folder
+        (``.hoodie``): base and log files (and partition metadata, written with the first one),
+        committed or not."""
         return [
             p
             for p in self.storage.paths()
-            if not p.startswith(".") and not p.endswith(PARTITION_METADATA)
+            if "/" in p and not any(part.startswith(".") for part in p.split("/")[:-1])
         ]
 
     def partition_dirs(self) -> list[str]:
@@ -695,6 +710,7 @@ class TestHarness:
         self.last_pending: str | None = None
         self.last_complete: str | None = None
         self.expected_failure = False
+        self.thread_failures: list[BaseException] = []  # of other_thread steps
 
     @classmethod
     def instance(cls, base: TableBase) -> TestHarness:
@@ -752,7 +768,7 @@ class TestHarness:
             assert buffer is not None and buffer[0] is not None, "The coordinator missed the event"
         elif not event.events:
             buffer = self.driver.event_buffer(event.checkpoint_id)
-            assert buffer is None or buffer[0] is None, (
+            assert buffer is None or buffer[event.task_id] is None, (
                 "The coordinator should reset the redundant events"
             )
         else:
@@ -771,6 +787,10 @@ class TestHarness:
             assert len(stats) == num_write_status
             got = ",".join(sorted(hudi_partition(s.partition_path) for s in stats))
             assert got == partitions
+            self._handle(event)
+            buffer = self.driver.event_buffer()
+            assert buffer is not None and buffer[0] is not None, "The coordinator missed the event"
+            return self
         self._handle(event)
         self._check_handled(event)
         return self
@@ -840,22 +860,24 @@ class TestHarness:
         return self
 
     def empty_checkpoint(self, checkpoint_id: int) -> TestHarness:
-        """1.1: empty commits not allowed -> the last completed instant is unchanged; allowed ->
-        the pending instant is completed."""
+        """Empty commits not allowed: the last complete instant is still completed; allowed: the
+        coordinator's instant before the notification is completed."""
         pending = self.driver.instant
-        last = self.last_complete_instant()
         self.pipeline.checkpoint_complete(checkpoint_id)
         if not self.conf.allow_empty_commit:
-            assert self.last_complete_instant() == last
+            assert self.base.is_completed(self.last_complete), (
+                f"instant {self.last_complete} should be completed"
+            )
         else:
             assert self.base.is_completed(pending), f"instant {pending} should be completed"
+            self.last_complete = pending
         return self
 
     def checkpoint_fails(self, checkpoint_id: int) -> TestHarness:
         """``notifyCheckpointAborted`` is a no-op; the job did not fail, nothing completed."""
         del checkpoint_id
         assert not self.driver.is_job_failed, "The last checkpoint was aborted, ignore the events"
-        assert self.last_complete_instant() is None
+        assert self.last_complete_instant() is None, "No complete instant"
         return self
 
     # --- failover ------------------------------------------------------------------------------
@@ -881,6 +903,18 @@ class TestHarness:
             step()
         return self
 
+    def other_thread(self, step: Callable[[], None]) -> Callable[[], None]:
+        """A step of a second Java thread (``new Thread(...)``): what it throws is printed by
+        the thread and never fails the JUnit test, so it is recorded here and not raised."""
+
+        def run_step() -> None:
+            try:
+                step()
+            except (AssertionError, HoodieException) as error:
+                self.thread_failures.append(error)
+
+        return run_step
+
     def job_failover(self) -> TestHarness:
         self.pipeline.job_failover()
         return self
@@ -895,7 +929,7 @@ class TestHarness:
 
     def assert_instant_recommit(self) -> TestHarness:
         """1.1: some completed instant exists."""
-        assert self.last_complete_instant() is not None
+        assert self.last_complete_instant() is not None, "The instant should recommit"
         return self
 
     def rollback_last_complete_instant_to_inflight(self) -> TestHarness:
