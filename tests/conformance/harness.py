@@ -259,11 +259,16 @@ def row_strings(rows: pa.Table) -> list[str]:
     age,ts,partition`` of every row, with Hudi's partition names."""
     out = []
     for r in rows.to_pylist():
-        partition = hudi_partition(r["_hoodie_partition_path"])
-        out.append(
-            f"{hudi_key(r['_hoodie_record_key'])},{partition},{hudi_key(r['key'])},{r['name']},{r['age']},"
-            f"{r['ts']},{hudi_partition('part=' + r['part'])}"
+        fields = (
+            hudi_key(r["_hoodie_record_key"]),
+            hudi_partition(r["_hoodie_partition_path"]),
+            hudi_key(r["key"]),
+            r["name"],
+            r["age"],
+            r["ts"],
+            hudi_partition("part=" + r["part"]),
         )
+        out.append(",".join(str(f) for f in fields))
     return out
 
 
@@ -695,7 +700,7 @@ class WritePipeline:
         return self.gateway.popleft()
 
 
-# --- TestWriteBase.TestHarness ---------------------------------------------------------------------
+# --- TestWriteBase.TestHarness -------------------------------------------------------------------
 
 
 class TestHarness:
@@ -734,7 +739,7 @@ class TestHarness:
         return self
 
     def assert_consume_throws(self, rows: Sequence[Row], message: str) -> TestHarness:
-        """``assertConsumeThrows``: consuming throws a ``HoodieException`` containing ``message``."""
+        """``assertConsumeThrows``: consuming throws a ``HoodieException`` with ``message``."""
         try:
             self.consume(rows)
         except HoodieException as error:

@@ -44,7 +44,8 @@ def event(task: int, checkpoint_id: int, instant: str, partition: str, *, bootst
 
 
 def test_instant_state(h: CoordinatorHarness) -> None:
-    """``TestStreamWriteOperatorCoordinator#testInstantState``, Hudi 1.1 / latest (note 10.1).
+    """``TestStreamWriteOperatorCoordinator#testInstantState``, Hudi 1.1 (4f80914b) / latest (note
+    10.1).
 
     ``TestUtils.getLastPendingInstant`` / ``getLastCompleteInstant`` read the model's timeline; 1.1
     starts no instant after a commit, so the two "new instant" assertions hold with no pending
@@ -69,8 +70,8 @@ def test_checkpoint_and_restore(h: CoordinatorHarness, restart_coordinator: bool
     latest (id 70214737223; PR apache/hudi#19237, note 10.3 / C42).
 
     The state "bytes" are the model's :class:`CoordinatorState`; ``restartCoordinator`` = a new
-    4-task object reset then started (one ``restore``), whose restored buffer is read from the
-    state it was reset to; otherwise ``restore`` on the started object (global failover)."""
+    4-task object reset then started (one ``restore``), whose restored buffer is read from the state
+    it was reset to; otherwise ``restore`` on the started object (global failover)."""
     h.request_instant_time(-1)
     instant = h.get_instant()
     assert instant != ""
@@ -100,8 +101,8 @@ def test_checkpoint_and_restore(h: CoordinatorHarness, restart_coordinator: bool
     "checkState fails the job (note C24)",
 )
 def test_receive_invalid_event(h: CoordinatorHarness) -> None:
-    """``TestStreamWriteOperatorCoordinator#testReceiveInvalidEvent``, Hudi 1.1 / latest (note
-    10.5). ``assertError`` = the recorded job failure."""
+    """``TestStreamWriteOperatorCoordinator#testReceiveInvalidEvent``, Hudi 1.1 (4f80914b) / latest
+    (note 10.5). ``assertError`` = the recorded job failure."""
     h.driver.checkpoint_coordinator(1)
     invalid = empty_event(0, 1, "abc")
     h.handle_event_from_operator(0, invalid)
@@ -115,8 +116,8 @@ def test_receive_invalid_event(h: CoordinatorHarness) -> None:
     "(0.14/1.0); Hudi 1.1 merges them per partition path + file id (note M3, HUDI-9762)",
 )
 def test_event_reset(h: CoordinatorHarness) -> None:
-    """``TestStreamWriteOperatorCoordinator#testEventReset``, Hudi latest (id 70214737223; 1.1
-    differs only in the fourth event's instant, note 10.6).
+    """``TestStreamWriteOperatorCoordinator#testEventReset``, Hudi latest (read_file id 70214737223;
+    1.1 differs only in the fourth event's instant, note 10.6).
 
     ``subtaskFailed`` is a no-op in Hudi and has no counterpart in the model."""
     h.reset_to_merge_on_read()
@@ -155,11 +156,11 @@ def test_event_reset(h: CoordinatorHarness) -> None:
 
 
 def restore_first_checkpoint_after_scale_up(h: CoordinatorHarness) -> str:
-    """``restoreFirstCheckpointAfterScaleUp``: checkpoint 1 of a 2-task MOR coordinator taken
-    before any event, restored into a 4-task coordinator that gets the two original writers'
-    bootstrap events. "The buffer under -1 is not all bootstrap" is the model's
-    ``bootstrapping`` (still waiting for a bootstrap event from some task); ``getInstant() ==
-    ""`` is "no instant started by this coordinator"."""
+    """``restoreFirstCheckpointAfterScaleUp``: checkpoint 1 of a 2-task MOR coordinator taken before
+    any event, restored into a 4-task coordinator that gets the two original writers' bootstrap
+    events. "The buffer under -1 is not all bootstrap" is the model's ``bootstrapping`` (still
+    waiting for a bootstrap event from some task); ``getInstant() == ""`` is "no instant started by
+    this coordinator"."""
     h.reset_to_merge_on_read()
     restored = h.request_instant_time(-1)
     assert restored is not None
@@ -193,8 +194,7 @@ def send_checkpoint_events(h: CoordinatorHarness, checkpoint_id: int, instant: s
 )
 def test_deferred_recommit_after_scale_up(h: CoordinatorHarness) -> None:
     """``TestStreamWriteOperatorCoordinator#testDeferredRecommitAfterScaleUp``, Hudi latest (id
-    70214737223, note 10.7). The commit metadata's partitions are read from the model's
-    timeline."""
+    70214737223, note 10.7). The commit metadata's partitions are read from the model's timeline."""
     restored = restore_first_checkpoint_after_scale_up(h)
     next_instant = h.request_instant_time(1)
     assert next_instant is not None
@@ -248,8 +248,9 @@ def test_deferred_recommit_survives_another_restart(h: CoordinatorHarness) -> No
 
 
 def test_checkpoint_complete_with_partial_events(h: CoordinatorHarness) -> None:
-    """``TestStreamWriteOperatorCoordinator#testCheckpointCompleteWithPartialEvents``, Hudi 1.1 /
-    latest (note 10.9, C28.2). ``assertDoesNotThrow``: no exception escapes the coordinator."""
+    """``TestStreamWriteOperatorCoordinator#testCheckpointCompleteWithPartialEvents``, Hudi 1.1
+    (4f80914b) / latest (note 10.9, C28.2). ``assertDoesNotThrow``: no exception escapes the
+    coordinator."""
     h.start_coordinator(Conf(allow_empty_commit=False), 2, fresh_table=True)
     h.driver.checkpoint_coordinator(1)
     instant = h.request_instant_time(0)
@@ -263,10 +264,11 @@ def test_checkpoint_complete_with_partial_events(h: CoordinatorHarness) -> None:
 
 @pytest.mark.xfail(strict=True, reason=NO_BOOTSTRAP_OUTSIDE_RESTORE)
 def test_recommit_with_partial_uncommitted_events(h: CoordinatorHarness) -> None:
-    """``TestStreamWriteOperatorCoordinator#testRecommitWithPartialUncommittedEvents``, Hudi 1.1 /
-    latest (note 10.10). The event flagged ``setBootstrap(true)`` is a :class:`BootstrapEvent`
-    carrying it. Hudi's assertions alone pass on the model, which commits only task 1's status:
-    the model records a job failure for the bootstrap event, which ``after()`` reports."""
+    """``TestStreamWriteOperatorCoordinator#testRecommitWithPartialUncommittedEvents``, Hudi 1.1
+    (4f80914b) / latest (note 10.10). The event flagged ``setBootstrap(true)`` is a
+    :class:`BootstrapEvent` carrying it. Hudi's assertions alone pass on the model, which commits
+    only task 1's status: the model records a job failure for the bootstrap event, which ``after()``
+    reports."""
     h.driver.checkpoint_coordinator(1)
     assert h.base.last_complete_instant() is None, "Returns early for empty write results"
     instant = h.request_instant_time(-1)
@@ -287,10 +289,10 @@ def test_recommit_with_partial_uncommitted_events(h: CoordinatorHarness) -> None
 def test_stop_heartbeat_for_uncommitted_event_with_lazy_clean_policy(
     h: CoordinatorHarness,
 ) -> None:
-    """``TestStreamWriteOperatorCoordinator#testStopHeartbeatForUncommittedEventWithLazyClean
-    Policy``, Hudi 1.1 / latest (note 10.11). Heartbeats are the harness's, started and stopped
-    as ``sim/`` does (the model's coordinator has no heartbeat client): "the heartbeat exists" is
-    its file."""
+    """``TestStreamWriteOperatorCoordinator``
+    ``#testStopHeartbeatForUncommittedEventWithLazyCleanPolicy``, Hudi 1.1 (4f80914b) / latest
+    (note 10.11). Heartbeats are the harness's, started and stopped as ``sim/`` does (the model's
+    coordinator has no heartbeat client): "the heartbeat exists" is its file."""
     h.start_coordinator(Conf(failed_writes_clean_policy="LAZY"), 1, fresh_table=True)
     assert h.conf.failed_writes_clean_policy == "LAZY"
     h.request_instant_time(0)
@@ -305,8 +307,8 @@ def test_stop_heartbeat_for_uncommitted_event_with_lazy_clean_policy(
 
 @pytest.mark.xfail(strict=True, reason=NO_BOOTSTRAP_OUTSIDE_RESTORE)
 def test_recommit_with_lazy_failed_writes_clean_policy(h: CoordinatorHarness) -> None:
-    """``TestStreamWriteOperatorCoordinator#testRecommitWithLazyFailedWritesCleanPolicy``, Hudi
-    1.1 / latest (note 10.12). The clean policy has no effect on the model's coordinator."""
+    """``TestStreamWriteOperatorCoordinator#testRecommitWithLazyFailedWritesCleanPolicy``, Hudi 1.1
+    (4f80914b) / latest (note 10.12). The clean policy has no effect on the model's coordinator."""
     h.start_coordinator(Conf(failed_writes_clean_policy="LAZY"), 2)
     h.driver.checkpoint_coordinator(1)
     instant = h.request_instant_time(0)
@@ -320,8 +322,8 @@ def test_recommit_with_lazy_failed_writes_clean_policy(h: CoordinatorHarness) ->
 
 
 def test_commit_on_empty_batch(h: CoordinatorHarness) -> None:
-    """``TestStreamWriteOperatorCoordinator#testCommitOnEmptyBatch``, Hudi 1.1 / latest (note
-    10.16): two empty last batches of a requested instant are committed (empty commit)."""
+    """``TestStreamWriteOperatorCoordinator#testCommitOnEmptyBatch``, Hudi 1.1 (4f80914b) / latest
+    (note 10.16): two empty last batches of a requested instant are committed (empty commit)."""
     h.start_coordinator(Conf(allow_empty_commit=True), 2)
     instant = h.request_instant_time(-1)
     assert instant is not None

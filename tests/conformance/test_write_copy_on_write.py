@@ -106,7 +106,8 @@ class TestWriteCopyOnWrite:
     @pytest.mark.xfail(strict=True, reason=EMPTY_FLUSH_REQUESTS_NO_INSTANT)
     @pytest.mark.parametrize("allow_empty_commit", [True, False])
     def test_checkpoint(self, allow_empty_commit: bool) -> None:
-        """``TestWriteCopyOnWrite#testCheckpoint(allowEmptyCommit)``, Hudi 1.1 (note 11.1)."""
+        """``TestWriteCopyOnWrite#testCheckpoint(allowEmptyCommit)``, Hudi 1.1 at 4f80914b (note
+        11.1)."""
         self.conf = self.conf.clone(allow_empty_commit=allow_empty_commit)
         (
             self.prepare_pipeline(self.conf)
@@ -125,7 +126,7 @@ class TestWriteCopyOnWrite:
 
     @pytest.mark.xfail(strict=True, reason=EMPTY_FLUSH_REQUESTS_NO_INSTANT)
     def test_checkpoint_fails(self) -> None:
-        """``TestWriteCopyOnWrite#testCheckpointFails``, Hudi 1.1 (note 11.2).
+        """``TestWriteCopyOnWrite#testCheckpointFails``, Hudi 1.1 at 4f80914b (note 11.2).
         ``checkpointFails`` = Flink's abort, a no-op in Hudi's coordinator: nothing is called."""
         self.conf = self.conf.clone(commit_ack_timeout_ms=1)
         (
@@ -142,8 +143,8 @@ class TestWriteCopyOnWrite:
 
     @pytest.mark.xfail(strict=True, reason=EMPTY_FLUSH_THEN_RESTART)
     def test_subtask_fails(self) -> None:
-        """``TestWriteCopyOnWrite#testSubtaskFails``, Hudi 1.1 (note 11.3). The attempt numbers
-        have no counterpart in the model (every restart re-sends the task state)."""
+        """``TestWriteCopyOnWrite#testSubtaskFails``, Hudi 1.1 at 4f80914b (note 11.3). The attempt
+        numbers have no counterpart in the model (every restart re-sends the task state)."""
         self.conf = self.conf.clone(commit_ack_timeout_ms=1)
         (
             self.prepare_pipeline()
@@ -177,8 +178,8 @@ class TestWriteCopyOnWrite:
 
     @pytest.mark.xfail(strict=True, reason=EMPTY_FLUSH_THEN_RESTART)
     def test_append_insert_after_failover_with_empty_checkpoint(self) -> None:
-        """``TestWriteCopyOnWrite#testAppendInsertAfterFailoverWithEmptyCheckpoint``, Hudi 1.1
-        (note 11.4): INSERT, append mode."""
+        """``TestWriteCopyOnWrite#testAppendInsertAfterFailoverWithEmptyCheckpoint``, Hudi 1.1 at
+        4f80914b (note 11.4): INSERT, append mode."""
         self.conf = self.conf.clone(commit_ack_timeout_ms=10_000, operation="insert")
         (
             self.prepare_pipeline()
@@ -201,8 +202,8 @@ class TestWriteCopyOnWrite:
 
     @pytest.mark.xfail(strict=True, reason=EMPTY_FLUSH_THEN_RESTART)
     def test_partial_failover(self) -> None:
-        """``TestWriteCopyOnWrite#testPartialFailover``, Hudi 1.1 (note 11.5): INSERT, append
-        mode; ``restartCoordinator`` replays no state (``InsertFunctionWrapper``)."""
+        """``TestWriteCopyOnWrite#testPartialFailover``, Hudi 1.1 at 4f80914b (note 11.5): INSERT,
+        append mode; ``restartCoordinator`` replays no state (``InsertFunctionWrapper``)."""
         self.conf = self.conf.clone(commit_ack_timeout_ms=1, operation="insert")
         (
             self.prepare_pipeline()
@@ -227,8 +228,8 @@ class TestWriteCopyOnWrite:
 
     @pytest.mark.xfail(strict=True, reason=COW_SECOND_FLUSH_SAME_FILE)
     def test_non_blocked_instant_request_after_failover(self) -> None:
-        """``TestWriteCopyOnWrite#testNonBlockedInstantRequestAfterFailover``, Hudi 1.1 (note
-        11.6): mini-batches, pre-combine."""
+        """``TestWriteCopyOnWrite#testNonBlockedInstantRequestAfterFailover``, Hudi 1.1 at 4f80914b
+        (note 11.6): mini-batches, pre-combine."""
         self.conf = self.conf.clone(
             batch_size_records=BATCH_SIZE_RECORDS, pre_combine=True, commit_ack_timeout_ms=10_000
         )
@@ -260,10 +261,10 @@ class TestWriteCopyOnWrite:
 
     @pytest.mark.xfail(strict=True, reason=COW_SECOND_FLUSH_SAME_FILE)
     def test_blocked_instant_time_request(self) -> None:
-        """``TestWriteCopyOnWrite#testBlockedInstantTimeRequest``, Hudi 1.1 (note 11.7). Hudi's
-        second thread (sleep 3 s, then complete checkpoint 1) runs when the main thread's instant
-        request blocks, or at ``t1.join()`` if none does; as in Java, what it throws does not fail
-        the test."""
+        """``TestWriteCopyOnWrite#testBlockedInstantTimeRequest``, Hudi 1.1 at 4f80914b (note 11.7).
+        Hudi's second thread (sleep 3 s, then complete checkpoint 1) runs when the main thread's
+        instant request blocks, or at ``t1.join()`` if none does; as in Java, what it throws does
+        not fail the test."""
         self.conf = self.conf.clone(
             batch_size_records=BATCH_SIZE_RECORDS, pre_combine=True, commit_ack_timeout_ms=10_000
         )
@@ -296,7 +297,7 @@ class TestWriteCopyOnWrite:
     # --- writes --------------------------------------------------------------------------------
 
     def test_insert(self) -> None:
-        """``TestWriteCopyOnWrite#testInsert``, Hudi 1.1 (note 11.8)."""
+        """``TestWriteCopyOnWrite#testInsert``, Hudi 1.1 at 4f80914b (note 11.8)."""
         (
             self.prepare_pipeline()
             .consume(DATA_SET_INSERT)
@@ -309,7 +310,8 @@ class TestWriteCopyOnWrite:
         )
 
     def test_insert_duplicates(self) -> None:
-        """``TestWriteCopyOnWrite#testInsertDuplicates``, Hudi 1.1 (note 11.9): pre-combine."""
+        """``TestWriteCopyOnWrite#testInsertDuplicates``, Hudi 1.1 at 4f80914b (note 11.9):
+        pre-combine."""
         self.conf = self.conf.clone(pre_combine=True)
         (
             self.prepare_pipeline(self.conf)
@@ -329,7 +331,7 @@ class TestWriteCopyOnWrite:
         )
 
     def test_upsert(self) -> None:
-        """``TestWriteCopyOnWrite#testUpsert``, Hudi 1.1 (note 11.10)."""
+        """``TestWriteCopyOnWrite#testUpsert``, Hudi 1.1 at 4f80914b (note 11.10)."""
         (
             self.prepare_pipeline()
             .consume(DATA_SET_INSERT)
@@ -349,8 +351,8 @@ class TestWriteCopyOnWrite:
         )
 
     def test_upsert_with_delete(self) -> None:
-        """``TestWriteCopyOnWrite#testUpsertWithDelete``, Hudi 1.1 (note 11.11). A DELETE row is a
-        row with ``_hoodie_is_deleted = true``."""
+        """``TestWriteCopyOnWrite#testUpsertWithDelete``, Hudi 1.1 at 4f80914b (note 11.11). A
+        DELETE row is a row with ``_hoodie_is_deleted = true``."""
         (
             self.prepare_pipeline()
             .consume(DATA_SET_INSERT)
@@ -371,8 +373,8 @@ class TestWriteCopyOnWrite:
     @pytest.mark.parametrize("use_file_group_reader_based_merge_handle", [True, False])
     def test_insert_with_mini_batches(self, use_file_group_reader_based_merge_handle: bool) -> None:
         """``TestWriteCopyOnWrite#testInsertWithMiniBatches(useFileGroupReaderBasedMergeHandle)``,
-        Hudi 1.1 (note 11.12). The merge handle class has no counterpart: both parameters run the
-        same model path."""
+        Hudi 1.1 at 4f80914b (note 11.12). The merge handle class has no counterpart: both
+        parameters run the same model path."""
         del use_file_group_reader_based_merge_handle
         self.conf = self.conf.clone(batch_size_records=BATCH_SIZE_RECORDS)
         expected = self.get_mini_batch_expected()
@@ -396,7 +398,8 @@ class TestWriteCopyOnWrite:
 
     @pytest.mark.xfail(strict=True, reason=COW_SECOND_FLUSH_SAME_FILE)
     def test_insert_with_deduplication(self) -> None:
-        """``TestWriteCopyOnWrite#testInsertWithDeduplication``, Hudi 1.1 (note 11.13)."""
+        """``TestWriteCopyOnWrite#testInsertWithDeduplication``, Hudi 1.1 at 4f80914b (note
+        11.13)."""
         self.conf = self.conf.clone(batch_size_records=BATCH_SIZE_RECORDS, pre_combine=True)
         expected = {"par1": "[id1,par1,id1,Danny,23,4,par1]"}
         (
@@ -418,8 +421,8 @@ class TestWriteCopyOnWrite:
         )
 
     def test_insert_append_mode(self) -> None:
-        """``TestWriteCopyOnWrite#testInsertAppendMode``, Hudi 1.1 (note 11.14): INSERT, append
-        mode, no de-duplication."""
+        """``TestWriteCopyOnWrite#testInsertAppendMode``, Hudi 1.1 at 4f80914b (note 11.14): INSERT,
+        append mode, no de-duplication."""
         self.conf = self.conf.clone(operation="insert")
         (
             self.prepare_pipeline()
@@ -438,9 +441,9 @@ class TestWriteCopyOnWrite:
 
     @pytest.mark.xfail(strict=True, reason=COW_SECOND_FLUSH_SAME_FILE)
     def test_insert_with_small_buffer_size(self) -> None:
-        """``TestWriteCopyOnWrite#testInsertWithSmallBufferSize``, Hudi 1.1 (note 11.16). The
-        memory pool that flushes the largest bucket is the harness's per-bucket record limit
-        (3 records from 5 trigger a mini-batch, as in Hudi's comment)."""
+        """``TestWriteCopyOnWrite#testInsertWithSmallBufferSize``, Hudi 1.1 at 4f80914b (note
+        11.16). The memory pool that flushes the largest bucket is the harness's per-bucket record
+        limit (3 records from 5 trigger a mini-batch, as in Hudi's comment)."""
         self.conf = self.conf.clone(batch_size_records=BATCH_SIZE_RECORDS)
         expected = self.get_mini_batch_expected()
         (
@@ -464,7 +467,7 @@ class TestWriteCopyOnWrite:
 
     @pytest.mark.xfail(strict=True, reason=EMPTY_FLUSH_REQUESTS_NO_INSTANT)
     def test_commit_on_empty_batch(self) -> None:
-        """``TestWriteCopyOnWrite#testCommitOnEmptyBatch``, Hudi 1.1 (note 11.17)."""
+        """``TestWriteCopyOnWrite#testCommitOnEmptyBatch``, Hudi 1.1 at 4f80914b (note 11.17)."""
         self.conf = self.conf.clone(allow_empty_commit=True)
         (
             self.prepare_pipeline()
@@ -515,8 +518,8 @@ class TestWriteCopyOnWrite:
         return self.conf.clone(concurrency_mode=mode, pre_combine=True)
 
     def validate_non_blocking_concurrency_control_conditions(self, conf: Conf) -> None:
-        """Hudi: ``preparePipeline`` throws ``IllegalArgumentException`` ("Non-blocking
-        concurrency control requires the MOR table with simple bucket index")."""
+        """Hudi: ``preparePipeline`` throws ``IllegalArgumentException`` ("Non-blocking concurrency
+        control requires the MOR table with simple bucket index")."""
         with pytest.raises(ValueError):
             self.prepare_pipeline(conf)
 
@@ -530,9 +533,9 @@ class TestWriteCopyOnWrite:
         ],
     )
     def test_write_multi_writer_involved(self, mode: str) -> None:
-        """``TestWriteCopyOnWrite#testWriteMultiWriterInvolved(writeConcurrencyMode)``, Hudi 1.1
-        (note 11.20): txn2's time range inside txn1's. ``HoodieWriteConflictException`` is the
-        model's :class:`ConcurrentWriteConflict`; ``write.client.id`` is a second job on the
+        """``TestWriteCopyOnWrite#testWriteMultiWriterInvolved(writeConcurrencyMode)``, Hudi 1.1 at
+        4f80914b (note 11.20): txn2's time range inside txn1's. ``HoodieWriteConflictException`` is
+        the model's :class:`ConcurrentWriteConflict`; ``write.client.id`` is a second job on the
         table."""
         conf = self.multi_writer_conf(mode)
         if self.TABLE_TYPE == COPY_ON_WRITE and mode == "NBCC":
@@ -572,7 +575,7 @@ class TestWriteCopyOnWrite:
     )
     def test_write_multi_writer_partial_overlapping(self, mode: str) -> None:
         """``TestWriteCopyOnWrite#testWriteMultiWriterPartialOverlapping(writeConcurrencyMode)``,
-        Hudi 1.1 (note 11.21): txn2's time range overlaps the end of txn1's."""
+        Hudi 1.1 at 4f80914b (note 11.21): txn2's time range overlaps the end of txn1's."""
         conf = self.multi_writer_conf(mode)
         if self.TABLE_TYPE == COPY_ON_WRITE and mode == "NBCC":
             self.validate_non_blocking_concurrency_control_conditions(conf)
@@ -602,8 +605,8 @@ class TestWriteCopyOnWrite:
 
     @pytest.mark.xfail(strict=True, reason=RESTART_RESENDS_EVERY_ATTEMPT)
     def test_rollback_failed_writes_with_lazy_clean_policy(self) -> None:
-        """``TestWriteCopyOnWrite#testRollbackFailedWritesWithLazyCleanPolicy``, Hudi 1.1 (note
-        11.23). The clean policy has no effect on the model's coordinator."""
+        """``TestWriteCopyOnWrite#testRollbackFailedWritesWithLazyCleanPolicy``, Hudi 1.1 at
+        4f80914b (note 11.23). The clean policy has no effect on the model's coordinator."""
         self.conf = self.conf.clone(failed_writes_clean_policy="LAZY")
         (
             self.prepare_pipeline()

@@ -52,36 +52,39 @@ class TestWriteMergeOnRead(cow.TestWriteCopyOnWrite):
         valid for append mode")."""
 
     def test_insert_append_mode(self) -> None:
-        """``TestWriteMergeOnRead#testInsertAppendMode``: empty in Hudi ("append mode is only
-        valid for cow table")."""
+        """``TestWriteMergeOnRead#testInsertAppendMode``: empty in Hudi ("append mode is only valid
+        for cow table")."""
 
     # --- inherited ports whose outcome differs on MOR ---------------------------------------
 
     @pytest.mark.xfail(strict=True, reason=RESTARTED_TASK_REUSES_LOG_VERSION)
     def test_non_blocked_instant_request_after_failover(self) -> None:
-        """``TestWriteCopyOnWrite#testNonBlockedInstantRequestAfterFailover`` on MOR, Hudi 1.1
-        (note 11.6): the restarted task's flush into the pending instant of checkpoint key 1."""
+        """``TestWriteCopyOnWrite#testNonBlockedInstantRequestAfterFailover`` on MOR, Hudi 1.1 at
+        4f80914b (note 11.6): the restarted task's flush into the pending instant of checkpoint key
+        1."""
         super().test_non_blocked_instant_request_after_failover()
 
     def test_blocked_instant_time_request(self) -> None:
-        """``TestWriteCopyOnWrite#testBlockedInstantTimeRequest`` on MOR, Hudi 1.1 (note 11.7):
-        async, nothing blocks, so the second thread's step runs at ``t1.join()``. Its
+        """``TestWriteCopyOnWrite#testBlockedInstantTimeRequest`` on MOR, Hudi 1.1 at 4f80914b (note
+        11.7): async, nothing blocks, so the second thread's step runs at ``t1.join()``. Its
         ``checkpointComplete(1)`` finds the coordinator's instant (of key 1) not committed by
         notification 1 and throws inside the thread, in Hudi as here; JUnit ignores it."""
         super().test_blocked_instant_time_request()
 
     @pytest.mark.parametrize("use_file_group_reader_based_merge_handle", [True, False])
     def test_insert_with_mini_batches(self, use_file_group_reader_based_merge_handle: bool) -> None:
-        """``TestWriteCopyOnWrite#testInsertWithMiniBatches`` on MOR, Hudi 1.1 (note 11.12):
-        each mini-batch is a log file of the same instant."""
+        """``TestWriteCopyOnWrite#testInsertWithMiniBatches`` on MOR, Hudi 1.1 at 4f80914b (note
+        11.12): each mini-batch is a log file of the same instant."""
         super().test_insert_with_mini_batches(use_file_group_reader_based_merge_handle)
 
     def test_insert_with_deduplication(self) -> None:
-        """``TestWriteCopyOnWrite#testInsertWithDeduplication`` on MOR, Hudi 1.1 (note 11.13)."""
+        """``TestWriteCopyOnWrite#testInsertWithDeduplication`` on MOR, Hudi 1.1 at 4f80914b (note
+        11.13)."""
         super().test_insert_with_deduplication()
 
     def test_insert_with_small_buffer_size(self) -> None:
-        """``TestWriteCopyOnWrite#testInsertWithSmallBufferSize`` on MOR, Hudi 1.1 (note 11.16)."""
+        """``TestWriteCopyOnWrite#testInsertWithSmallBufferSize`` on MOR, Hudi 1.1 at 4f80914b (note
+        11.16)."""
         super().test_insert_with_small_buffer_size()
 
     @pytest.mark.parametrize(
@@ -89,8 +92,8 @@ class TestWriteMergeOnRead(cow.TestWriteCopyOnWrite):
         [pytest.param("OCC", marks=pytest.mark.xfail(strict=True, reason=cow.OCC_RETRIES)), "NBCC"],
     )
     def test_write_multi_writer_involved(self, mode: str) -> None:
-        """``TestWriteCopyOnWrite#testWriteMultiWriterInvolved`` on MOR, Hudi 1.1 (note 11.20):
-        NBCC commits both."""
+        """``TestWriteCopyOnWrite#testWriteMultiWriterInvolved`` on MOR, Hudi 1.1 at 4f80914b (note
+        11.20): NBCC commits both."""
         super().test_write_multi_writer_involved(mode)
 
     @pytest.mark.parametrize(
@@ -98,15 +101,15 @@ class TestWriteMergeOnRead(cow.TestWriteCopyOnWrite):
         [pytest.param("OCC", marks=pytest.mark.xfail(strict=True, reason=cow.OCC_RETRIES)), "NBCC"],
     )
     def test_write_multi_writer_partial_overlapping(self, mode: str) -> None:
-        """``TestWriteCopyOnWrite#testWriteMultiWriterPartialOverlapping`` on MOR, Hudi 1.1
-        (note 11.21): NBCC commits both."""
+        """``TestWriteCopyOnWrite#testWriteMultiWriterPartialOverlapping`` on MOR, Hudi 1.1 at
+        4f80914b (note 11.21): NBCC commits both."""
         super().test_write_multi_writer_partial_overlapping(mode)
 
     # --- MOR-specific --------------------------------------------------------------------------
 
     def test_recommit_after_coordinator_restart(self) -> None:
-        """``TestWriteMergeOnRead#testRecommitAfterCoordinatorRestart``, Hudi 1.1 (note 12.4).
-        ``restartCoordinator`` = a new coordinator restored from checkpoint 2's coordinator
+        """``TestWriteMergeOnRead#testRecommitAfterCoordinatorRestart``, Hudi 1.1 at 4f80914b (note
+        12.4). ``restartCoordinator`` = a new coordinator restored from checkpoint 2's coordinator
         state; ``subTaskFails(0, 0)`` re-sends the task's checkpoint-2 state."""
         expected = {
             "par1": "[id1,par1,id1,Danny,23,1,par1]",
