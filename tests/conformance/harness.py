@@ -409,7 +409,8 @@ class CoordinatorDriver:
         self.own_commits: set[str] = set()  # the OCC check's predecessors (sim/table_services.py)
         self.coordinator = self._new_coordinator()
         self.instant: str | None = None  # Hudi's coordinator field `instant` ("" = None)
-        self.job_failures: list[BaseException] = []
+        self.job_failures: list[BaseException] = []  # of the current context
+        self.all_job_failures: list[BaseException] = []  # of every context, for the end checks
         self.pending_state: CoordinatorState | None = None  # reset before start (new object)
         self.started = True
 
@@ -464,6 +465,7 @@ class CoordinatorDriver:
             return action()
         except JOB_FAILURES as error:
             self.job_failures.append(error)
+            self.all_job_failures.append(error)
             return None
 
     def _commits(self, results: list[CommitResult] | None) -> list[CommitResult]:
@@ -523,10 +525,14 @@ class CoordinatorDriver:
         if restore is not None:
             self.execute(lambda: self._commits(self.base.run(self.coordinator.restore(restore))))
 
-    def recreate(self, parallelism: int | None = None) -> None:
-        """A new coordinator object (``createCoordinator``, not started)."""
+    def recreate(self, parallelism: int | None = None, *, new_context: bool = False) -> None:
+        """A new coordinator object, not started: ``restartCoordinator`` keeps the wrapper's
+        context, ``createCoordinator`` of the coordinator tests makes a new one (``new_context``),
+        whose job-failure record starts empty."""
         if parallelism is not None:
             self.parallelism = parallelism
+        if new_context:
+            self.job_failures = []
         self.coordinator = self._new_coordinator()
         self.instant = None
         self.started = False
@@ -1056,8 +1062,8 @@ class TestHarness:
         unnoticed."""
         self.pipeline.on_blocked = None
         if not self.expected_failure:
-            assert not self.driver.is_job_failed, (
-                f"the job failed: {self.driver.job_failure_reason!r}"
+            assert not self.driver.all_job_failures, (
+                f"the job failed: {self.driver.all_job_failures!r}"
             )
 
 
@@ -1102,7 +1108,7 @@ class CoordinatorHarness:
     def create_coordinator(self, subtasks: int) -> None:
         """``createCoordinator(conf, n)``: a new object over the same table, not started."""
         self.subtasks = subtasks
-        self.driver.recreate(subtasks)
+        self.driver.recreate(subtasks, new_context=True)
 
     # --- Hudi's helpers --------------------------------------------------------------------------
 
@@ -1125,8 +1131,8 @@ class CoordinatorHarness:
         leaves implicit (as :meth:`TestHarness.end`): no coordinator action failed the job unless
         the test expects it."""
         if not job_failure_expected:
-            assert not self.driver.is_job_failed, (
-                f"the job failed: {self.driver.job_failure_reason!r}"
+            assert not self.driver.all_job_failures, (
+                f"the job failed: {self.driver.all_job_failures!r}"
             )
 
     def get_instant(self) -> str:
