@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.write import heartbeat
 from tests.conformance.harness import (
     Conf,
@@ -36,7 +37,9 @@ def h() -> CoordinatorHarness:
     return CoordinatorHarness(Conf(), 2)
 
 
-def event(task: int, checkpoint_id: int, instant: str, partition: str, *, bootstrap: bool = False):
+def event(
+    task: int, checkpoint_id: int, instant: str, partition: str, *, bootstrap: bool = False
+) -> WriteMetadataEvent | BootstrapEvent:
     """``createOperatorEvent`` with Hudi's partition spelled as the model's partition path."""
     return create_operator_event(
         task, checkpoint_id, instant, partition_path(partition), is_bootstrap=bootstrap
