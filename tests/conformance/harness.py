@@ -861,13 +861,15 @@ class TestHarness:
     def checkpoint_complete_throws(
         self, checkpoint_id: int, cause: type[BaseException], message: str
     ) -> TestHarness:
-        """The job failed and the failure's cause is ``cause`` (Hudi's message ``message`` is
-        Hudi's wording; the model's exception class is the translation)."""
-        del message
+        """The job failed and the failure is ``cause`` with ``message`` in its text (Hudi: the
+        cause of the ``HoodieException`` the executor hook fails the job with; the model raises
+        the translated exception itself)."""
         self.expected_failure = True
         self.pipeline.checkpoint_complete(checkpoint_id)
         assert self.driver.is_job_failed, "Job should have been failed"
-        assert isinstance(self.driver.job_failure_reason, cause)
+        reason = self.driver.job_failure_reason
+        assert isinstance(reason, cause)
+        assert message in str(reason)
         return self
 
     def empty_checkpoint(self, checkpoint_id: int) -> TestHarness:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pytest
 
+from models.flink.coordinator import CommitConflictError
 from models.format.properties import COPY_ON_WRITE
-from models.txn.concurrency import ConcurrentWriteConflict
 from tests.conformance.harness import (
     DATA_SET_INSERT,
     DATA_SET_INSERT_DUPLICATES,
@@ -54,10 +54,6 @@ COW_SECOND_FLUSH_SAME_FILE = (
     "a second flush into one COW file group within one instant writes the same base file name "
     "again (FileAlreadyExistsError); Hudi 1.1 writes a new file and merges the two statuses "
     "(note M3, HUDI-9762)"
-)
-OCC_RETRIES = (
-    "an OCC conflict is retried under a new instant and committed; Hudi throws "
-    "HoodieWriteConflictException and fails the job (note O4)"
 )
 NBCC_NEEDS_MOR_NOT_IN_MODELS = (
     "the rule 'NBCC requires MERGE_ON_READ' lives in scenarios/schema.py; nothing in models/ "
@@ -509,9 +505,7 @@ class TestWriteCopyOnWrite:
             pipeline.checkpoint_complete(1).check_written_data(EXPECTED3, 1)
         else:
             # normal OCC should throw exception otherwise
-            pipeline.checkpoint_complete_throws(
-                1, ConcurrentWriteConflict, "Cannot resolve conflicts"
-            )
+            pipeline.checkpoint_complete_throws(1, CommitConflictError, "Cannot resolve conflicts")
 
     def multi_writer_conf(self, mode: str) -> Conf:
         """``WRITE_CONCURRENCY_MODE``, bucket index (the model's layout), pre-combine."""
@@ -526,7 +520,7 @@ class TestWriteCopyOnWrite:
     @pytest.mark.parametrize(
         "mode",
         [
-            pytest.param("OCC", marks=pytest.mark.xfail(strict=True, reason=OCC_RETRIES)),
+            "OCC",
             pytest.param(
                 "NBCC", marks=pytest.mark.xfail(strict=True, reason=NBCC_NEEDS_MOR_NOT_IN_MODELS)
             ),
@@ -535,7 +529,7 @@ class TestWriteCopyOnWrite:
     def test_write_multi_writer_involved(self, mode: str) -> None:
         """``TestWriteCopyOnWrite#testWriteMultiWriterInvolved(writeConcurrencyMode)``, Hudi 1.1 at
         4f80914b (note 11.20): txn2's time range inside txn1's. ``HoodieWriteConflictException`` is
-        the model's :class:`ConcurrentWriteConflict`; ``write.client.id`` is a second job on the
+        the model's :class:`CommitConflictError`; ``write.client.id`` is a second job on the
         table."""
         conf = self.multi_writer_conf(mode)
         if self.TABLE_TYPE == COPY_ON_WRITE and mode == "NBCC":
@@ -567,7 +561,7 @@ class TestWriteCopyOnWrite:
     @pytest.mark.parametrize(
         "mode",
         [
-            pytest.param("OCC", marks=pytest.mark.xfail(strict=True, reason=OCC_RETRIES)),
+            "OCC",
             pytest.param(
                 "NBCC", marks=pytest.mark.xfail(strict=True, reason=NBCC_NEEDS_MOR_NOT_IN_MODELS)
             ),

@@ -89,7 +89,7 @@ class TestWriteMergeOnRead(cow.TestWriteCopyOnWrite):
 
     @pytest.mark.parametrize(
         "mode",
-        [pytest.param("OCC", marks=pytest.mark.xfail(strict=True, reason=cow.OCC_RETRIES)), "NBCC"],
+        ["OCC", "NBCC"],
     )
     def test_write_multi_writer_involved(self, mode: str) -> None:
         """``TestWriteCopyOnWrite#testWriteMultiWriterInvolved`` on MOR, Hudi 1.1 at 4f80914b (note
@@ -98,7 +98,7 @@ class TestWriteMergeOnRead(cow.TestWriteCopyOnWrite):
 
     @pytest.mark.parametrize(
         "mode",
-        [pytest.param("OCC", marks=pytest.mark.xfail(strict=True, reason=cow.OCC_RETRIES)), "NBCC"],
+        ["OCC", "NBCC"],
     )
     def test_write_multi_writer_partial_overlapping(self, mode: str) -> None:
         """``TestWriteCopyOnWrite#testWriteMultiWriterPartialOverlapping`` on MOR, Hudi 1.1 at
