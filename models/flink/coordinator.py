@@ -105,6 +105,7 @@ from models.flink.event_buffers import CoordinatorState, EventBuffer
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.format.commit_metadata import WriteStat
 from models.ports import Steps
+from models.table_errors import HoodieException
 from models.timeline.instant import Instant, State
 from models.txn.concurrency import ConcurrentWriteConflict
 from models.write.rollback import rollback
@@ -116,7 +117,7 @@ COMMIT_RETRIES = 3
 """Attempts at a commit that fails with a storage error before the job fails over."""
 
 
-class CoordinatorError(RuntimeError):
+class CoordinatorError(HoodieException, RuntimeError):
     """A protocol violation the coordinator cannot recover from: the job fails over."""
 
 

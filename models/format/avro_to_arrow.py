@@ -25,6 +25,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from models.table_errors import HoodieException
+
 # A parsed Avro schema node in its JSON form.
 AvroNode = str | Mapping[str, Any] | Sequence[Any]
 
@@ -59,7 +61,7 @@ _NAMED = ("record", "enum", "fixed")
 _ITEM_FIELD = "element"
 
 
-class AvroArrowError(ValueError):
+class AvroArrowError(HoodieException, ValueError):
     """An Avro schema, Arrow schema or value that has no faithful mapping to the other side."""
 
 

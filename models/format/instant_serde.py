@@ -41,6 +41,7 @@ import fastavro
 import fastavro.validation
 
 from models.format import avro_schemas
+from models.table_errors import HoodieException
 
 AVRO_MAGIC = b"Obj\x01"
 
@@ -48,7 +49,7 @@ AVRO_MAGIC = b"Obj\x01"
 ContentKind = Literal["empty", "json", "avro"]
 
 
-class MetadataFormatError(ValueError):
+class MetadataFormatError(HoodieException, ValueError):
     """Instant file content that is corrupt, truncated, of the wrong kind or otherwise unreadable."""
 
 

@@ -43,6 +43,8 @@ from __future__ import annotations
 import struct
 from enum import IntEnum
 
+from models.table_errors import HoodieException
+
 MAGIC = b"#HUDI#"
 LOG_FORMAT_VERSION = 1
 # HoodieLogBlock.version: the content version of Avro data and delete blocks Hudi writes.
@@ -81,7 +83,7 @@ class HeaderKey(IntEnum):
     BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS = 8
 
 
-class LogFormatError(ValueError):
+class LogFormatError(HoodieException, ValueError):
     """Log file bytes that are corrupt, truncated or not a Hudi log file.
 
     ``offset`` is the absolute byte offset (in the data given to the reader) of the problem, so a

@@ -12,6 +12,8 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from models.table_errors import HoodieException
+
 TABLE_NAME = "hoodie.table.name"
 TABLE_TYPE = "hoodie.table.type"
 TABLE_VERSION = "hoodie.table.version"
@@ -32,7 +34,7 @@ EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
 COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
 
 
-class PropertiesError(ValueError):
+class PropertiesError(HoodieException, ValueError):
     """hoodie.properties is missing a key we need or has an impossible value."""
 
 

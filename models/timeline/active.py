@@ -32,6 +32,7 @@ from typing import Protocol
 from models.format.properties import TableConfig
 from models.ports import Steps
 from models.storage import FileStatus, Storage, join
+from models.table_errors import HoodieException
 from models.timeline.instant import (
     COMPLETED_ACTION,
     Instant,
@@ -43,7 +44,7 @@ from models.timeline.instant import (
 from models.timeline.instant_time import normalize
 
 
-class TimelineError(RuntimeError):
+class TimelineError(HoodieException, RuntimeError):
     """A transition the protocol forbids (e.g. completing an instant twice)."""
 
 

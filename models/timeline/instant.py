@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
+from models.table_errors import HoodieException
 from models.timeline.instant_time import format_epoch_ms, normalize
 
 
@@ -68,7 +69,7 @@ COMPLETED_ACTION = {
 _NAME = re.compile(r"^(\d+)(?:_(\d+))?(\.\w+)(\.\D+)?\Z", re.ASCII)
 
 
-class InstantFileNameError(ValueError):
+class InstantFileNameError(HoodieException, ValueError):
     """A timeline file name that does not parse as an instant."""
 
 

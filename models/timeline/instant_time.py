@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+from models.table_errors import HoodieException
+
 INSTANT_TIME_LENGTH = 17
 LEGACY_INSTANT_TIME_LENGTH = 14
 LEGACY_PADDING = "999"
@@ -27,7 +29,7 @@ INIT_INSTANT_TIME = "00000000000000000"
 MAX_INSTANT_TIME = "99999999999999999"
 
 
-class InstantTimeError(ValueError):
+class InstantTimeError(HoodieException, ValueError):
     """A string that is not an instant time."""
 
 

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from models.format.properties import TableConfig
 from models.storage import join
-from models.table_errors import CorruptTableError
+from models.table_errors import CorruptTableError, HoodieException
 from models.timeline.instant import Instant, State
 
 HISTORY_PATH_KEY = "hoodie.timeline.history.path"
@@ -80,7 +80,7 @@ _AVRO_SCHEMA = json.dumps(
 """Stored as ``parquet.avro.schema`` like Hudi's Avro parquet writer, for Avro readers."""
 
 
-class ArchiveError(ValueError):
+class ArchiveError(HoodieException, ValueError):
     """The archived timeline is unreadable, or archiving was asked for something it must not do."""
 
 

@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING
 
 from models.format.commit_metadata import WriteStat
 from models.format.compaction_plan import read_compaction_plan
+from models.table_errors import HoodieException
 from models.timeline.active import Timeline
 from models.timeline.instant import Instant, State
 
@@ -81,7 +82,7 @@ CANDIDATE_ACTIONS = ("commit", "deltacommit", "replacecommit")
 COMPACTION_RULES = ("hudi", "always")
 
 
-class ConcurrentWriteConflict(RuntimeError):
+class ConcurrentWriteConflict(HoodieException, RuntimeError):
     """``instant`` cannot commit: ``other`` completed after it started and touched the same
     file groups (Hudi's ``HoodieWriteConflictException``)."""
 

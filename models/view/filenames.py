@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from models.table_errors import HoodieException
 from models.timeline.instant_time import normalize
 
 BASE_FILE_EXTENSIONS = ("parquet", "orc", "hfile")
@@ -27,7 +28,7 @@ _LOG = re.compile(
 _FILE_ID = re.compile(r"^[^_/\n]+\Z")
 
 
-class FileNameError(ValueError):
+class FileNameError(HoodieException, ValueError):
     """A name that is not a Hudi data file name."""
 
 

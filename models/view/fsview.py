@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from models.storage import FileStatus
+from models.table_errors import HoodieException
 from models.timeline.active import Timeline
 from models.view.filenames import (
     BaseFileName,
@@ -51,7 +52,7 @@ SLICING_RULES = ("completion_time", "base_instant")
 LOG_ANCHORS = ("earliest_completed", "earliest_log")
 
 
-class SlicingError(RuntimeError):
+class SlicingError(HoodieException, RuntimeError):
     """The timeline and files break an assumption the slicing rule depends on."""
 
 

@@ -30,7 +30,7 @@ from models.format.commit_metadata import (
 from models.format.compaction_plan import read_compaction_plan
 from models.format.properties import PropertiesError, TableConfig, parse_properties
 from models.storage import FileStatus, Storage, join
-from models.table_errors import CorruptTableError
+from models.table_errors import CorruptTableError, HoodieException
 from models.timeline.active import (
     ActiveTimeline,
     ArchiveFallback,
@@ -54,7 +54,7 @@ META_FOLDER = ".hoodie"
 PROPERTIES_PATH = ".hoodie/hoodie.properties"
 
 
-class NotAHudiTableError(ValueError):
+class NotAHudiTableError(HoodieException, ValueError):
     """The path has no readable ``.hoodie/hoodie.properties``."""
 
 

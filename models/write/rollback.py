@@ -59,6 +59,7 @@ from models.format.rollback_metadata import (
 )
 from models.ports import Steps
 from models.storage import Storage, join
+from models.table_errors import HoodieException
 from models.timeline.active import ActiveTimeline
 from models.timeline.instant import COMPLETED_ACTION, Instant, State
 from models.view.filenames import FileNameError, parse_base_file_name, parse_log_file_name
@@ -74,7 +75,7 @@ TABLE_SERVICE_ACTIONS = ("compaction", "logcompaction", "clustering")
 """Pending actions whose plan survives a rollback (re-executed, not abandoned)."""
 
 
-class RollbackError(RuntimeError):
+class RollbackError(HoodieException, RuntimeError):
     """A rollback the protocol does not allow (a completed instant, an unknown one)."""
 
 

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from models.format.arrow_strings import numbered_strings, repeated_string
 from models.format.properties import TableConfig
 from models.storage import FileAlreadyExistsError, Storage, join
+from models.table_errors import HoodieException
 from models.timeline.instant import Instant
 from models.view.filenames import FileNameError, parse_log_file_name
 
@@ -31,7 +32,7 @@ PARTITION_METADATA = ".hoodie_partition_metadata"
 MARKERS_FOLDER = ".hoodie/.temp"
 
 
-class WriteError(RuntimeError):
+class WriteError(HoodieException, RuntimeError):
     """A write the protocol forbids or the input cannot support."""
 
 
