@@ -125,14 +125,15 @@ PRESETS: dict[str, dict[str, Preset]] = {
     "failed_writes_cleaning": {
         "1.0": Preset(
             "auto",
-            "EAGER for one writer, LAZY for multi-writer (hoodie.cleaner.policy.failed.writes)",
+            "EAGER for one writer, LAZY inferred for multi-writer (HUDI-4676, apache/hudi#6459; "
+            "Flink: HUDI-6540, apache/hudi#9211)",
         ),
         "1.1": Preset(
             "auto",
-            "as 1.0; FlinkWriteClients also forces LAZY for async instant generation (1.1.0), "
-            "which auto does not model",
+            "as 1.0; FlinkWriteClients also forces LAZY for async instant generation (HUDI-9381, "
+            "apache/hudi#13285), which auto does not model",
         ),
-        "latest": Preset("auto", "as 1.1"),
+        "latest": Preset("auto", "as 1.1 (HUDI-4676, HUDI-9381)"),
     },
 }
 """Switch -> release -> :class:`Preset`: every ``[protocol]`` switch, every release."""
