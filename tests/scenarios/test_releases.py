@@ -25,6 +25,7 @@ from scenarios import (
     parse_scenario,
     resolved_toml,
 )
+from scenarios.grids import GridSpec, expand_grid
 from scenarios.releases import LATEST, PRESETS, RELEASES, preset_values
 from sim.world import World
 from testbed.run import result_json
@@ -226,6 +227,38 @@ def test_files_without_a_release_load_as_before(path: Path) -> None:
     for name, choices in PROTOCOL_VARIANTS.items():
         if name != "failed_writes_cleaning":
             assert getattr(scenario.protocol, name) == written.get(name, choices[0]), name
+
+
+def test_a_grid_over_releases_gives_each_point_its_preset() -> None:
+    """A grid point starts from the resolved base, which holds every switch: a grid over
+    ``protocol.release`` keeps only the switches the base file writes or the grid sets."""
+    grid = GridSpec(
+        name="releases",
+        description="",
+        base="partial_buffer_snapshot",
+        set={"protocol.commit_scope": "all_below"},
+        vary={"protocol.release": RELEASES},
+        regions=(),
+    )
+    points = expand_grid(grid, {p.stem: p for p in catalog()})
+    assert [p.name for p in points] == [f"releases-release={r}" for r in RELEASES]
+    for point, release in zip(points, RELEASES, strict=True):
+        assert point.scenario.protocol.release == release
+        written = {"snapshot_partial_buffers": True}  # by the base file, whatever the release
+        assert point.scenario.protocol.switches() == {**EXPECTED[release], **written}
+
+
+def test_a_grid_not_over_releases_keeps_the_resolved_switches() -> None:
+    grid = GridSpec(
+        name="writers",
+        description="",
+        base="release_1_1_partial_buffers",
+        set={},
+        vary={"jobs[*].writers": (2, 3)},
+        regions=(),
+    )
+    for point in expand_grid(grid, {p.stem: p for p in catalog()}):
+        assert point.scenario.protocol.switches() == EXPECTED["1.1"]
 
 
 # ---------------------------------------------------------------------------------------------
