@@ -63,14 +63,15 @@ PRESETS: dict[str, dict[str, Preset]] = {
     },
     "archived_completion_lookup": {
         "1.0": Preset(
-            False,
-            "apache/hudi#14365: LSMTimeline.isFileInRange skips an LSM file whose instant range "
-            "holds the whole lookup range, so CompletionTimeQueryViewV2 finds no completion time "
-            "(1.0.0 cut d2aef6dd; false misses every archived lookup, a superset)",
+            True,
+            "apache/hudi#14365 is in the 1.0.0 cut (d2aef6dd: LSMTimeline.isFileInRange skips an "
+            "LSM file whose instant range holds the whole lookup range), but the switch's false "
+            "misses every archived lookup, a superset of Hudi's corner case: kept true until "
+            "the corner case itself is modelled",
         ),
         "1.1": Preset(
-            False,
-            "apache/hudi#14365: the same LSMTimeline.isFileInRange at the 1.1.0 cut (4f80914b)",
+            True,
+            "apache/hudi#14365 is in the 1.1.0 cut (4f80914b) too; kept true as for 1.0",
         ),
         "latest": Preset(
             True,
