@@ -1,13 +1,16 @@
 """Grids: scenarios derived from one catalog scenario by setting dotted keys
 (``time.max_expected_skew_ms``, ``jobs[*].concurrency``) over lists of values, one scenario per
 combination, each named after its varied keys and validated as a whole scenario; each point's
-expectation comes from the grid's regions (:mod:`scenarios.expectations`).
+expectation comes from the grid's regions (:mod:`scenarios.expectations`). A grid over
+``protocol.release`` gives each point its release's preset for the switches the base file does
+not write (docs/scenarios.md, "Releases as presets").
 """
 
 from __future__ import annotations
 
 import itertools
 import re
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +42,10 @@ def expand_grid(
     each varied key and validated as a whole scenario."""
     base = load_scenario(catalog[grid.base])
     base_data = base.model_dump(mode="json")
+    if RELEASE_KEY in grid.set or RELEASE_KEY in grid.vary:
+        base_data["protocol"] = _release_free_protocol(
+            base_data["protocol"], catalog[grid.base], grid
+        )
     points: list[SuiteScenario] = []
     keys = list(grid.vary)
     for combination in itertools.product(*(grid.vary[k] for k in keys)):
@@ -68,6 +75,22 @@ def expand_grid(
         scenario = scenario_from_dict(data, f"{source}: grids.{grid.name} point {name}")
         points.append(SuiteScenario(name, scenario, expectation, grid=grid.name, params=params))
     return points
+
+
+RELEASE_KEY = "protocol.release"
+"""A grid that sets or varies this key gives its points that release's preset."""
+
+
+def _release_free_protocol(
+    protocol: dict[str, Any], base_file: Path, grid: GridSpec
+) -> dict[str, Any]:
+    """The base's ``[protocol]`` for a grid over ``protocol.release``: only the switches its
+    file writes or the grid sets, so every other switch takes each point's release preset
+    (the resolved base holds every switch, which would override any release)."""
+    written = tomllib.loads(base_file.read_text(encoding="utf-8")).get("protocol", {})
+    prefix = "protocol."
+    gridded = {key[len(prefix) :] for key in (*grid.set, *grid.vary) if key.startswith(prefix)}
+    return {k: v for k, v in protocol.items() if k in written or k in gridded}
 
 
 _PATH_PART = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+|\*)\])?$")
@@ -135,4 +158,4 @@ def _deepcopy(value: Any) -> Any:
     return value
 
 
-__all__ = ["GridSpec", "expand_grid", "leaf_name", "name_safe", "set_key"]
+__all__ = ["RELEASE_KEY", "GridSpec", "expand_grid", "leaf_name", "name_safe", "set_key"]

@@ -9,8 +9,9 @@ but every failure leaves this module as a :class:`ScenarioError`.
 
 Some defaults depend on the whole file rather than on one key (a job's name is ``job<i>`` by its
 position, only the first job runs table services, ``failed_writes_cleaning = "auto"`` means EAGER
-for one job and LAZY for several). They are filled in *before* field validation, so a validated
-:class:`Scenario` holds only concrete values: the simulator never re-derives a default, and
+for one job and LAZY for several, ``[protocol] release`` gives every switch not written its
+value in that Hudi release: :mod:`scenarios.releases`). They are filled in *before* field
+validation, so a validated :class:`Scenario` holds only concrete values: the simulator never re-derives a default, and
 :func:`resolved_toml` writes exactly what ran, which reads back to an equal scenario.
 
 This layer imports nothing of ours (docs/design.md): the simulator, the CLI and the Spark sweeps all

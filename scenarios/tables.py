@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Self, get_args
+from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import Field, model_validator
 
@@ -23,6 +23,7 @@ from scenarios.fields import (
     integer_in,
     number_in,
 )
+from scenarios.releases import LATEST, RELEASES, Release, preset_values
 
 # ---------------------------------------------------------------------------------------------
 # the tables
@@ -129,9 +130,14 @@ class ProtocolSpec(Spec):
     """``[protocol]``: variant switches of the protocol; the default is always the real Hudi rule.
 
     This class IS the list of variants: one line per switch, a ``Literal`` of its choices with
-    the real rule as default. :data:`PROTOCOL_VARIANTS` is derived from it.
+    the real rule as default. :data:`PROTOCOL_VARIANTS` is derived from it. ``release`` is not a
+    switch: it names a Hudi release whose values (:data:`scenarios.releases.PRESETS`) fill every
+    switch not given, so the defaults are the ``latest`` preset.
     """
 
+    release: Release = LATEST
+    """The Hudi release whose rules the switches not given take (``1.0``, ``1.1``, or
+    ``latest``: the real rules, with the known fixes); a switch given explicitly wins."""
     file_slicing: Literal["completion_time", "base_instant"] = "completion_time"
     """Place a log file by its completion time (Hudi 1.x, RFC-66) or by its base instant (0.x)."""
     slice_anchor: Literal["earliest_completed", "earliest_log"] = "earliest_completed"
@@ -161,6 +167,29 @@ class ProtocolSpec(Spec):
     failed_writes_cleaning: Literal["auto", "EAGER", "LAZY"] = "auto"
     """Rollback of failed writes: EAGER (before each write) or LAZY (by heartbeat expiry); auto is
     EAGER for one job and LAZY for several, resolved when the scenario is validated."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_from_release(cls, data: Any) -> Any:
+        """Every switch not given takes the value its ``release`` ships."""
+        if not isinstance(data, dict):
+            return data
+        release = data.get("release", LATEST)
+        if not isinstance(release, str) or release not in RELEASES:
+            problem = f"unknown release {show(release)}"
+            if isinstance(release, int | float) and not isinstance(release, bool):
+                problem = f"{show(release)} is a number; a release is a string"
+            raise RuleViolation(
+                problem,
+                key="protocol.release",
+                allowed=", ".join(show(name) for name in RELEASES),
+            )
+        return {**preset_values(release), **data}
+
+    def switches(self) -> dict[str, str | bool]:
+        """Switch -> the value this run uses (``release`` left out): what the history's
+        ``setup`` event records."""
+        return {name: getattr(self, name) for name in PROTOCOL_VARIANTS}
 
 
 class ExpectSpec(Spec):
@@ -224,6 +253,7 @@ PROTOCOL_VARIANTS: dict[str, tuple[str | bool, ...]] = {
     if field.annotation is bool
     else get_args(field.annotation)
     for name, field in ProtocolSpec.model_fields.items()
+    if name != "release"
 }
 """Switch name -> its choices, the real rule (the default) first, derived from
-:class:`ProtocolSpec` (for sweeps and reports)."""
+:class:`ProtocolSpec` (for sweeps and reports); ``release`` is a preset, not a switch."""

@@ -214,7 +214,7 @@ class World:
                     "ordering": ORDERING_FIELD,
                 },
                 "time": scenario.time.model_dump(mode="json"),
-                "protocol": scenario.protocol.model_dump(mode="json"),
+                "protocol": scenario.protocol.switches(),
                 "jobs": [
                     {
                         "name": job.name,

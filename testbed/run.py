@@ -5,7 +5,7 @@ crash or Ctrl-C never leaves a half-written folder that looks complete:
 
 - ``scenario.toml``: the resolved scenario (every default filled in, the seed that ran)
 - ``history.jsonl``: every protocol step and fault, one JSON object per line
-- ``result.json``: ``{"scenario", "seed", "digest", "ok", "invariants", "metrics", ...}``
+- ``result.json``: ``{"scenario", "seed", "release", "digest", "ok", "invariants", "metrics", ...}``
 - ``table/``: the Hudi table itself with ``--storage local``
 - ``.testbed-output.json``: the marker that says the testbed wrote the folder (:mod:`testbed.outputs`)
 
@@ -124,6 +124,7 @@ def result_json(
     return {
         "scenario": scenario.scenario.name,
         "seed": scenario.scenario.seed,
+        "release": scenario.protocol.release,
         "digest": outcome.history.digest(),
         "ok": verdicts_match(verdicts, expected),
         "expected_violations": list(expected),

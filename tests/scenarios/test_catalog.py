@@ -32,6 +32,7 @@ EXPECTED = {
     "commit_latest_only": ("exactly_once", "no_data_loss"),
     "task_state_lost": ("exactly_once", "no_data_loss"),
     "partial_buffer_snapshot": ("exactly_once", "no_data_loss"),
+    "release_1_1_partial_buffers": ("exactly_once", "no_data_loss"),
     "timeline_overwrite": (
         "instant_unique",
         "instant_monotonic",

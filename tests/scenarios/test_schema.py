@@ -28,6 +28,7 @@ from scenarios import (
     resolved_toml,
     scenario_from_dict,
 )
+from scenarios.releases import RELEASES
 from scenarios.schema import FAULT_KINDS, ScheduledFault, fault_targets
 
 MINIMAL = '[scenario]\nname = "s"\n'
@@ -74,6 +75,7 @@ DEFAULTS: dict[str, Any] = {
     "faults.clock_jump_per_hour": 0,
     "faults.clock_jump_ms": 1000,
     "faults.schedule": (),
+    "protocol.release": "latest",
     "protocol.file_slicing": "completion_time",
     "protocol.slice_anchor": "earliest_completed",
     "protocol.archived_completion_lookup": True,
@@ -793,6 +795,7 @@ def scenario_dicts(draw: st.DrawFn) -> dict[str, Any]:
         ),
         "protocol": some_of(
             {
+                "release": st.sampled_from(RELEASES),
                 **{
                     name: st.sampled_from(choices)
                     for name, choices in PROTOCOL_VARIANTS.items()

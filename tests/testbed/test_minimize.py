@@ -280,6 +280,7 @@ def test_lengths_start_past_the_evidence_and_double_up_to_the_full_run():
     "name",
     [
         "partial_buffer_snapshot",
+        "release_1_1_partial_buffers",
         pytest.param("minibatch_insert", marks=pytest.mark.slow),
         pytest.param("minibatch_upsert", marks=pytest.mark.slow),
     ],

@@ -1,0 +1,150 @@
+"""Hudi releases as presets of the ``[protocol]`` switches (docs/scenarios.md, ``[protocol]``).
+
+``[protocol] release`` names a Hudi release; every switch the scenario file leaves out takes the
+value that release ships, and a switch written in the file keeps its value. :data:`PRESETS`
+holds, for every switch and release, the value and where it comes from: the apache/hudi issue,
+pull request or JIRA, and the release or commit where the rule was read or the fix landed.
+
+What a release is here: ``1.0`` and ``1.1`` are Apache Hudi's ``master`` at the cut of release
+1.0.0 (2024-12-06, commit d2aef6dd) and of release 1.1.0 (2025-10-07, commit 4f80914b);
+fixes cherry-picked into later patch releases (1.0.x, 1.1.x) are not verified. ``latest`` is the
+rules with every known fix, which is also what each switch defaults to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+Release = Literal["1.0", "1.1", "latest"]
+RELEASES: tuple[str, ...] = get_args(Release)
+"""The releases ``[protocol] release`` may name, oldest first."""
+LATEST = "latest"
+"""The default release: the real rules, with the known fixes."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One switch's value in one release, and the evidence for it."""
+
+    value: str | bool
+    why: str
+    """One line: the Hudi issue, pull request or JIRA, and the release or commit it rests on."""
+
+
+_NO_RELEASE = "no Hudi release ships the known-bad value; the real rule"
+
+PRESETS: dict[str, dict[str, Preset]] = {
+    "file_slicing": {
+        "1.0": Preset(
+            "completion_time",
+            "RFC-66: HUDI-6642/HUDI-6743 (apache/hudi#9776, 2023-10) slice by completion time "
+            "from 1.0.0 on",
+        ),
+        "1.1": Preset("completion_time", "RFC-66 (apache/hudi#9776), as in 1.0.0"),
+        "latest": Preset("completion_time", "RFC-66 (apache/hudi#9776), as in 1.0.0"),
+    },
+    "slice_anchor": {
+        "1.0": Preset(
+            "earliest_log",
+            "apache/hudi#19774: HoodieFileGroup.getBaseInstantTime anchors a file group without "
+            "slices on the first log added, whatever its state (1.0.0 cut d2aef6dd)",
+        ),
+        "1.1": Preset(
+            "earliest_log",
+            "apache/hudi#19774: the same HoodieFileGroup.getBaseInstantTime at the 1.1.0 cut "
+            "(4f80914b)",
+        ),
+        "latest": Preset(
+            "earliest_completed",
+            "fixed by apache/hudi#19785 (2026-08): HoodieFileGroup.addLogFiles anchors on the "
+            "earliest completed log",
+        ),
+    },
+    "archived_completion_lookup": {
+        "1.0": Preset(
+            True,
+            "apache/hudi#14365 is in the 1.0.0 cut (d2aef6dd: LSMTimeline.isFileInRange skips an "
+            "LSM file whose instant range holds the whole lookup range), but the switch's false "
+            "misses every archived lookup, a superset of Hudi's corner case: kept true until "
+            "the corner case itself is modelled",
+        ),
+        "1.1": Preset(
+            True,
+            "apache/hudi#14365 is in the 1.1.0 cut (4f80914b) too; kept true as for 1.0",
+        ),
+        "latest": Preset(
+            True,
+            "fixed by apache/hudi#14379 (merged 2025-11-27, after the 1.1.0 cut): "
+            "TimeRangeFilter.hasOverlappingInRange",
+        ),
+    },
+    "persist_write_meta": {
+        "1.0": Preset(
+            True,
+            "AbstractStreamWriteFunction keeps write-metadata-state and re-sends it at bootstrap; "
+            "HUDI-9570 came with async instants (apache/hudi#13285, 2025-05) and was fixed before "
+            "the 1.1.0 cut (apache/hudi#13543, 2025-07): no release ships it",
+        ),
+        "1.1": Preset(True, "HUDI-9570 fixed before the 1.1.0 cut (apache/hudi#13543, 2025-07)"),
+        "latest": Preset(True, "HUDI-9570 fixed by apache/hudi#13543 (2025-07)"),
+    },
+    "put_if_absent": {
+        release: Preset(True, f"{_NO_RELEASE}: timeline files are created only if absent")
+        for release in RELEASES
+    },
+    "commit_scope": {
+        release: Preset(
+            "all_below",
+            f"{_NO_RELEASE}: a notification commits every buffered instant below its checkpoint",
+        )
+        for release in RELEASES
+    },
+    "snapshot_partial_buffers": {
+        "1.0": Preset(
+            False,
+            "1.0.0's checkpointCoordinator stores no buffers (empty bytes), so apache/hudi#19215 "
+            "cannot happen; the real rule",
+        ),
+        "1.1": Preset(
+            True,
+            "apache/hudi#19215: EventBuffers.getAllCompletedEvents keeps buffers whose slots are "
+            "null or last batches, all-null ones included (1.1.0 cut 4f80914b; reported on 1.1.1)",
+        ),
+        "latest": Preset(
+            False,
+            "fixed by apache/hudi#19237 (2026-07): only complete buffers are checkpointed",
+        ),
+    },
+    "partial_update_merge": {
+        release: Preset(
+            "column_group",
+            f"{_NO_RELEASE}: per-group ordering is HUDI-4882 (apache/hudi#6868, not merged)",
+        )
+        for release in RELEASES
+    },
+    "failed_writes_cleaning": {
+        "1.0": Preset(
+            "auto",
+            "EAGER for one writer, LAZY inferred for multi-writer (HUDI-4676, apache/hudi#6459; "
+            "Flink: HUDI-6540, apache/hudi#9211)",
+        ),
+        "1.1": Preset(
+            "auto",
+            "as 1.0; FlinkWriteClients also forces LAZY for async instant generation (HUDI-9381, "
+            "apache/hudi#13285), which auto does not model",
+        ),
+        "latest": Preset("auto", "as 1.1 (HUDI-4676, HUDI-9381)"),
+    },
+}
+"""Switch -> release -> :class:`Preset`: every ``[protocol]`` switch, every release."""
+
+
+def preset_values(release: str) -> dict[str, str | bool]:
+    """Switch -> the value ``release`` ships (``KeyError`` for an unknown release)."""
+    if release not in RELEASES:
+        raise KeyError(release)
+    return {switch: by_release[release].value for switch, by_release in PRESETS.items()}
+
+
+__all__ = ["LATEST", "PRESETS", "RELEASES", "Preset", "Release", "preset_values"]
