@@ -32,7 +32,7 @@ class ByHand:
         self.clock = FakeClock(FakeWorld(1_767_225_600_000))
         generator = make_time_generator("truetime", clock=self.clock, lock=LocalLock())
         self.writer = TableWriter(self.world.table, generator)
-        self.hooks = [self.world.services.precommit_hook(job) for job in self.world.jobs]
+        self.hooks = [job.occ_check for job in self.world.jobs]
 
     def start(self):
         return run(self.writer.start_commit(), self.clock)
@@ -77,8 +77,9 @@ def test_a_jobs_own_earlier_commit_is_no_conflict_another_jobs_is():
 def test_only_occ_jobs_get_a_check():
     world = World(make_scenario(jobs=(JOB, OCC_JOB)))
     nbcc, occ = world.jobs
-    assert world.services.precommit_hook(nbcc) is None
-    assert callable(world.services.precommit_hook(occ))
+    assert nbcc.occ_check is None
+    assert callable(occ.occ_check)
+    assert world.services.occ_check("nbcc") is None
 
 
 def test_an_occ_job_commits_over_its_own_late_instants():
