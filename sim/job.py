@@ -104,7 +104,7 @@ class Job:
             self.history, self.process_name("coordinator"), context.services.heartbeat_started
         )
         self.compactor = self._compactor() if self.table_services else None
-        self.coordinator: WriteCoordinator | None = None
+        self._operator: OperatorCoordinator | None = None
         self._attempt: Attempt | None = None
         self._channels: list[Channel] = []
         self._notify: Channel | None = None
@@ -113,12 +113,18 @@ class Job:
     # --- what the world and the nemesis read -----------------------------------------------------
 
     def process_name(self, role: str) -> str:
+        """``<job>/<role>``: a process's name in the history."""
         return f"{self.name}/{role}"
 
     @property
     def source_offset(self) -> int:
         """The source's current offset."""
         return self.position.offset
+
+    @property
+    def coordinator(self) -> WriteCoordinator | None:
+        """The current attempt's write coordinator (None before the job started)."""
+        return self._operator.coordinator if self._operator else None
 
     @property
     def completed(self) -> CompletedCheckpoint | None:
@@ -176,10 +182,7 @@ class Job:
         attempt.start(self._source(attempt, tasks).run())
         attempt.start(self._checkpointing(attempt, acks, coordinator, tasks, notify).run())
         if self.compactor is not None:
-            writer = coordinator.coordinator.writer
-            loop = self.context.services.service_loop(
-                attempt, self.compactor, owner=coordinator.me, writer=writer
-            )
+            loop = self.context.services.service_loop(attempt, self.compactor, coordinator)
             attempt.spawn("table-services", loop)
 
     def fail(self, epoch: int, cause: str) -> None:
@@ -207,11 +210,22 @@ class Job:
     # --- the roles of an attempt -----------------------------------------------------------------
 
     def _operator_coordinator(self, attempt: Attempt) -> OperatorCoordinator:
-        """The operator coordinator with a new write coordinator (Flink's
-        ``OperatorCoordinator.Provider#create``), its write client on the coordinator's clock."""
+        """The operator coordinator of ``attempt``, which creates its write coordinator."""
+        self._operator = OperatorCoordinator(
+            attempt,
+            lambda: self._write_coordinator(attempt),
+            services=self.context.services,
+            compaction=self.compactor,
+            on_notified=self._check_drained,
+        )
+        return self._operator
+
+    def _write_coordinator(self, attempt: Attempt) -> WriteCoordinator:
+        """A new write coordinator (Flink's ``OperatorCoordinator.Provider#create``), its write
+        client on the coordinator's clock."""
         protocol = self.context.protocol
         writer = self.context.clients.coordinator_writer(attempt.process_name("coordinator"))
-        coordinator = WriteCoordinator(
+        return WriteCoordinator(
             writer,
             parallelism=self.parallelism,
             mode=self.mode,
@@ -221,14 +235,6 @@ class Job:
             snapshot_partial_buffers=protocol.snapshot_partial_buffers,
             on_instant_start=self.reporter.retry_started,
             on_rollback=self.reporter.rolled_back,
-        )
-        self.coordinator = coordinator
-        return OperatorCoordinator(
-            attempt,
-            coordinator,
-            services=self.context.services,
-            compaction=self.compactor,
-            on_notified=self._check_drained,
         )
 
     def _write_function(
@@ -339,9 +345,10 @@ class Job:
     def _live_instants(self) -> list[str]:
         """The instants whose heartbeats are kept alive: the coordinator's pending ones, none
         while the job fails over."""
-        if self.failing or self.coordinator is None:
+        coordinator = self.coordinator
+        if self.failing or coordinator is None:
             return []
-        return self.coordinator.pending_instants
+        return coordinator.pending_instants
 
     # --- end of run ------------------------------------------------------------------------------
 
@@ -354,10 +361,9 @@ class Job:
             return
         if self.completed is None or self.completed.source_offset != end:
             return
-        assert self.coordinator is not None
-        if any(b.write_stats for b in self.coordinator.buffers.values()):
-            return
-        if self.coordinator.bootstrapping:
+        coordinator = self.coordinator
+        assert coordinator is not None
+        if any(b.write_stats for b in coordinator.buffers.values()) or coordinator.bootstrapping:
             return
         self.history.info(self.name, "drained", {"source_offset": self.position.offset})
         self.drained.succeed()

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Generator, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import simpy
 
@@ -41,6 +41,20 @@ from sim.flink.operator_coordinator import PrecommitCheck
 from sim.flink.runtime import Attempt
 from sim.history import HistoryRecorder
 from sim.storage import SimStorage
+
+
+class CoordinatorClient(Protocol):
+    """The coordinator whose write client cleans failed writes in the table-services process."""
+
+    @property
+    def me(self) -> str:
+        """Its name in the history (and as a lock owner)."""
+        ...
+
+    @property
+    def writer(self) -> TableWriter:
+        """Its write client now."""
+        ...
 
 
 class TableServices:
@@ -169,17 +183,17 @@ class TableServices:
     # --- the table-services job's process ------------------------------------------------------
 
     def service_loop(
-        self, attempt: Attempt, compactor: Compactor, *, owner: str, writer: TableWriter
+        self, attempt: Attempt, compactor: Compactor, coordinator: CoordinatorClient
     ) -> Generator[Any, Any, None]:
         """The body of ``<job>/table-services``: resume interrupted compactions, then every
         heartbeat interval refresh the heartbeats and, under LAZY, clean failed writes (as the
-        coordinator ``owner``, with its ``writer``)."""
+        ``coordinator``, with its current write client)."""
         yield from compactor.resume(attempt)
         while True:
             yield self.env.timeout(self.sim.heartbeat_interval_ms)
             self.refresh_heartbeats()
             if self.policy == "LAZY":
-                yield from self.clean_lazily(owner, writer)
+                yield from self.clean_lazily(coordinator.me, coordinator.writer)
 
     # --- OCC -----------------------------------------------------------------------------------
 

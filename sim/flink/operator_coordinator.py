@@ -141,31 +141,39 @@ class CommitReporter:
 
 
 class OperatorCoordinator:
-    """The process ``<job>/coordinator`` of one attempt.
+    """The process ``<job>/coordinator`` of one attempt: Flink's ``OperatorCoordinatorHolder``.
 
-    Receives the write coordinator it drives, the write client's table services, the compaction
-    schedule (table-services job only) and ``on_notified``, called after each handled
-    notification (the job checks whether it has drained). Tasks reach it through
-    :meth:`deliver`; it reaches each task through the gateway registered by
-    :meth:`subtask_ready`."""
+    Receives ``provider``, which creates the write coordinator it drives (Flink's
+    ``OperatorCoordinator.Provider``: the holder, its mailbox and the tasks' gateways stay when the
+    coordinator inside is recreated, as ``RecreateOnResetOperatorCoordinator`` does on a reset),
+    the write client's table services, the compaction schedule (table-services job only) and
+    ``on_notified``, called after each handled notification (the job checks whether it has
+    drained). Tasks reach it through :meth:`deliver`; it reaches each task through the gateway
+    registered by :meth:`subtask_ready`."""
 
     def __init__(
         self,
         attempt: Attempt,
-        coordinator: WriteCoordinator,
+        provider: Callable[[], WriteCoordinator],
         *,
         services: CoordinatorServices,
         compaction: CompactionScheduler | None,
         on_notified: Callable[[], None],
     ) -> None:
         self.attempt = attempt
-        self.coordinator = coordinator
+        self.provider = provider
+        self.coordinator = provider()
         self.services = services
         self.compaction = compaction
         self.on_notified = on_notified
         self.mailbox = simpy.Store(attempt.env)
         self.subtasks: dict[int, Gateway] = {}
         self.me = attempt.process_name("coordinator")
+
+    @property
+    def writer(self) -> TableWriter:
+        """The write client of the coordinator (it starts, commits and rolls back instants)."""
+        return self.coordinator.writer
 
     # --- what the other roles call ----------------------------------------------------------
 
