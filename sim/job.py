@@ -122,6 +122,11 @@ class Job:
         return self.position.offset
 
     @property
+    def attempt(self) -> Attempt | None:
+        """The current execution attempt (None before the job started)."""
+        return self._attempt
+
+    @property
     def coordinator(self) -> WriteCoordinator | None:
         """The current attempt's write coordinator (None before the job started)."""
         return self._operator.coordinator if self._operator else None

@@ -24,7 +24,6 @@ import simpy
 from models.flink.event_buffers import CoordinatorState
 from models.flink.write_task import TaskState
 from sim.flink.runtime import Attempt
-from sim.flink.source import SourcePosition
 from sim.messages import CheckpointComplete, CompletedCheckpoint, TaskAck
 from sim.network import Channel
 from sim.rng import Rng
@@ -100,6 +99,15 @@ class BarrierTarget(Protocol):
         ...
 
 
+class SourceOffset(Protocol):
+    """The source as the checkpoint coordinator reads it: the offset the barriers follow."""
+
+    @property
+    def offset(self) -> int:
+        """The next offset the source reads."""
+        ...
+
+
 class DeliveryFate(Protocol):
     """What the nemesis does to one notification: copies sent (0: lost) and extra delay."""
 
@@ -139,7 +147,7 @@ class CheckpointSettings:
 class CheckpointCoordinator:
     """The process ``<job>/checkpoint`` of one attempt.
 
-    Receives the job's :class:`CheckpointStore` and :class:`SourcePosition`, the attempt's ACK
+    Receives the job's :class:`CheckpointStore` and the source's offset, the attempt's ACK
     collector, the operator coordinator and the write tasks it checkpoints, the notification
     channel, the faults it may fire with their random stream, and ``draining`` (faults stop)."""
 
@@ -152,7 +160,7 @@ class CheckpointCoordinator:
         settings: CheckpointSettings,
         coordinator: CoordinatorCheckpointing,
         tasks: Sequence[BarrierTarget],
-        position: SourcePosition,
+        position: SourceOffset,
         notify_channel: Channel,
         faults: CheckpointFaults,
         fault_rng: Rng,
@@ -266,4 +274,5 @@ __all__ = [
     "CoordinatorCheckpointing",
     "DeliveryFate",
     "PendingAcks",
+    "SourceOffset",
 ]
