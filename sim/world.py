@@ -14,6 +14,11 @@ input: ``Job.drain``), checkpoints continue until every job has committed everyt
 drained table is what lets the final snapshot be compared with the ledger: every emitted record
 must be in it exactly as the merge rule says.
 
+The world builds the clocks, the table lock, the storage, the table, the nemesis, the table
+services and the jobs, and gives every job the same :class:`sim.job_context.JobContext` (the
+write clients on the table, the table services, the nemesis's hooks): no job and no role of a job
+holds the world.
+
 The first history event (``setup``) carries everything a checker needs to rebuild the ledger's
 model without the scenario file: the table, every job's source parameters and the protocol
 variants.
