@@ -6,7 +6,7 @@ The decisions are :class:`models.flink.coordinator.WriteCoordinator`'s; this pro
 re-commits what it can, then serves:
 
 - instant requests from the write tasks (``handleInstantRequest``; a new instant starts its
-  heartbeat), answered through each task's gateway (``subtaskReady`` registers it);
+  heartbeat), answered through each task's gateway (``executionAttemptReady`` registers it);
 - write-metadata and bootstrap events (``handleEventFromOperator``); once every task's bootstrap
   is in, failed writes are cleaned ``EAGER`` when that is the policy;
 - the checkpoint coordinator's snapshot requests (``checkpointCoordinator``);

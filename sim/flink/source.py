@@ -5,9 +5,11 @@ so a checker can regenerate every record from the history. Every ``SOURCE_TICK_M
 takes what became available since its offset (at most ``CATCH_UP_FACTOR`` ticks' worth), records
 an ``emit`` event, and routes the batch to the write tasks (:func:`models.flink.write_task.route`:
 upserts by bucket, as Hudi's ``BucketIndexPartitioner`` does, inserts by offset), as Flink's
-``SourceOperator`` emits into a partitioned edge. It stalls while any task pushes back (it waits for an instant,
-or has a backlog of flushes): the upstream keeps growing and the source catches up later, as Flink's
-credit-based backpressure makes a source do.
+``SourceOperator`` emits into a partitioned edge. It stalls while any task pushes back (it waits
+for an instant, or has a backlog of flushes): the upstream keeps growing and the source catches
+up later, as Flink's credit-based backpressure makes a source do. The tasks are reached through
+:class:`TaskInput`, so an operator between the source and the tasks (a bucket assigner) can
+stand in for them.
 
 The offsets outlive an attempt (:class:`SourcePosition`, kept by the job): a restart resumes at the
 restored checkpoint's offset, the highest offset ever emitted bounds the input when the run drains.
