@@ -123,32 +123,25 @@ class TableServices:
         ``owner`` with ``writer``, every failed write not in ``own``."""
         if self.policy != "EAGER":
             return
-        timeline = self.table.timeline()
-        failed = heartbeat.instants_to_roll_back(
-            timeline,
-            self.storage,
-            "EAGER",
-            self.now_ms(),
-            own_instants=set(own),
-            interval_ms=self.sim.heartbeat_interval_ms,
-            tolerable_misses=self.sim.heartbeat_tolerable_misses,
-        )
+        failed = self._failed_writes("EAGER", set(own))
         yield from self._roll_back(owner, writer, failed)
 
     def clean_lazily(self, owner: str, writer: TableWriter) -> Generator[Any, Any, None]:
         """LAZY cleaning: roll back, as ``owner`` with ``writer``, every write instant whose
         heartbeat expired."""
-        timeline = self.table.timeline()
-        failed = heartbeat.instants_to_roll_back(
-            timeline,
+        yield from self._roll_back(owner, writer, self._failed_writes("LAZY", set()))
+
+    def _failed_writes(self, policy: str, own: set[str]) -> list[Instant]:
+        """The write instants ``policy`` rolls back now (:mod:`models.write.heartbeat`)."""
+        return heartbeat.instants_to_roll_back(
+            self.table.timeline(),
             self.storage,
-            "LAZY",
+            policy,
             self.now_ms(),
-            own_instants=set(),
+            own_instants=own,
             interval_ms=self.sim.heartbeat_interval_ms,
             tolerable_misses=self.sim.heartbeat_tolerable_misses,
         )
-        yield from self._roll_back(owner, writer, failed)
 
     def _roll_back(
         self, owner: str, writer: TableWriter, failed: list[Instant]
