@@ -1,213 +1,208 @@
-"""Table services in the simulated world: heartbeats, failed-write cleaning, compaction, archiving,
-and the OCC conflict check at commit.
+"""Table services in the simulated world: heartbeats, failed-write cleaning, archiving, the OCC
+conflict check at commit, and the table-services job's service process.
 
-The decisions are the real ones in ``models/`` (:mod:`models.write.heartbeat`, :mod:`models.write.rollback`,
-:mod:`models.timeline.archiver`, :mod:`models.txn.concurrency`, :class:`models.write.writer.TableWriter`); this module
-decides *when* they run, as Hudi's Flink pipeline does:
+The decisions are the real ones in ``models/`` (:mod:`models.write.heartbeat`,
+:mod:`models.write.rollback`, :mod:`models.timeline.archiver`, :mod:`models.txn.concurrency`);
+this module decides *when* they run, as Hudi's Flink pipeline does:
 
-- Every job's coordinator keeps a heartbeat for each instant it has started and not committed,
-  refreshed every ``heartbeat_interval_ms``; it stops at commit and simply stops being refreshed
-  when the job fails over.
+- Every job's coordinator keeps a heartbeat for each instant it has started and not committed
+  (Hudi's ``HoodieHeartbeatClient``), refreshed every ``heartbeat_interval_ms``; it stops at
+  commit and simply stops being refreshed when the job fails over.
 - Failed writes are cleaned ``EAGER`` (one job: after a restart, once every task's bootstrap
   event is in, every pending write instant the coordinator does not own is rolled back) or
   ``LAZY`` (several jobs: the table-services job rolls back instants whose heartbeat expired).
-- Compaction (MERGE_ON_READ, the table-services job): scheduled by the coordinator after every
-  ``compaction_every_commits`` commits, executed by a compactor process, committed by it; a
-  compaction interrupted by a failover is resumed after the restart.
-- Archiving runs after each commit of the table-services job.
-- OCC (jobs with ``concurrency = "occ"``): the conflict check of :mod:`models.txn.concurrency` runs
-  under the commit lock, told which instants are the job's own earlier ones.
+- Archiving runs after each commit of the table-services job; compaction is
+  :mod:`sim.flink.compactor`'s.
+- OCC (jobs with ``concurrency = "occ"``): the conflict check of :mod:`models.txn.concurrency`
+  runs under the commit lock, told which instants are the job's own earlier ones.
+
+One :class:`TableServices` serves every job of a run; it never sees the jobs, only the
+``live_instants`` each registers (:meth:`TableServices.register_writer`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Generator, Iterable
+from typing import Any, Protocol
+
+import simpy
 
 from models.timeline import archiver
 from models.timeline.instant import Instant
 from models.txn import concurrency
+from models.view.table import HudiTable
 from models.write import heartbeat, rollback
 from models.write.writer import TableWriter
+from scenarios.tables import SimSpec
 from sim.driver import drive
+from sim.flink.compactor import Compactor
+from sim.flink.operator_coordinator import PrecommitCheck
+from sim.flink.runtime import Attempt
+from sim.history import HistoryRecorder
+from sim.storage import SimStorage
 
-if TYPE_CHECKING:
-    from sim.job import Job
-    from sim.world import World
+
+class CoordinatorClient(Protocol):
+    """The coordinator whose write client cleans failed writes in the table-services process."""
+
+    @property
+    def me(self) -> str:
+        """Its name in the history (and as a lock owner)."""
+        ...
+
+    @property
+    def writer(self) -> TableWriter:
+        """Its write client now."""
+        ...
 
 
 class TableServices:
-    """The table-service side of one world."""
+    """The table-service side of one run.
 
-    def __init__(self, world: World) -> None:
-        self.world = world
-        self.env = world.env
-        self.history = world.history
-        self.sim = world.scenario.sim
-        self.policy = world.scenario.protocol.failed_writes_cleaning
-        self._committed_by: dict[str, set[str]] = {}  # job -> instants that passed its OCC check
+    Receives the simulated environment and history, the table and its storage, ``now_ms`` (true
+    time as epoch ms: what heartbeats record), the ``[sim]`` knobs (heartbeat interval and
+    misses, archive window) and the failed-writes cleaning policy (``EAGER`` or ``LAZY``)."""
 
-    def _now_ms(self) -> int:
-        return self.world.storage._now()
+    def __init__(
+        self,
+        *,
+        env: simpy.Environment,
+        history: HistoryRecorder,
+        table: HudiTable,
+        storage: SimStorage,
+        now_ms: Callable[[], int],
+        sim: SimSpec,
+        policy: str,
+    ) -> None:
+        self.env = env
+        self.history = history
+        self.table = table
+        self.storage = storage
+        self.now_ms = now_ms
+        self.sim = sim
+        self.policy = policy
+        self._writers: list[Callable[[], Iterable[str]]] = []
+
+    def register_writer(self, live_instants: Callable[[], Iterable[str]]) -> None:
+        """A job's coordinator: ``live_instants()`` are the instants whose heartbeats the
+        table-services process refreshes (none while the job fails over). Refreshed in
+        registration order."""
+        self._writers.append(live_instants)
 
     # --- heartbeats ----------------------------------------------------------------------------
 
     def heartbeat_started(self, instant: str) -> None:
+        """Start ``instant``'s heartbeat (a failed write is recorded, and the instant may then
+        look failed to LAZY cleaning)."""
         try:
-            heartbeat.start(self.world.storage, instant, self._now_ms())
+            heartbeat.start(self.storage, instant, self.now_ms())
         except OSError as error:
             self.history.info(
                 "world", "heartbeat_failed", {"instant": instant, "error": str(error)}
             )
 
     def heartbeat_stopped(self, instant: str) -> None:
+        """Stop ``instant``'s heartbeat (committed or rolled back)."""
         with contextlib.suppress(OSError):
-            heartbeat.stop(self.world.storage, instant)
+            heartbeat.stop(self.storage, instant)
 
-    def _refresh(self, job: Job) -> None:
-        for instant in job.coordinator.pending_instants:
-            with contextlib.suppress(OSError):  # a missed beat; enough and the instant looks dead
-                heartbeat.refresh(self.world.storage, instant, self._now_ms())
+    def refresh_heartbeats(self) -> None:
+        """Refresh the heartbeat of every live instant of every registered writer."""
+        for live_instants in self._writers:
+            for instant in live_instants():
+                with contextlib.suppress(OSError):  # a missed beat; enough and it looks dead
+                    heartbeat.refresh(self.storage, instant, self.now_ms())
 
     # --- failed writes -------------------------------------------------------------------------
 
-    def after_bootstrap(self, job: Job, epoch: int) -> Generator[Any, Any, None]:
-        """EAGER cleaning once a restarted job has re-committed what it could."""
+    def clean_after_bootstrap(
+        self, owner: str, writer: TableWriter, own: Iterable[str]
+    ) -> Generator[Any, Any, None]:
+        """EAGER cleaning once a restarted job has re-committed what it could: roll back, as
+        ``owner`` with ``writer``, every failed write not in ``own``."""
         if self.policy != "EAGER":
             return
-        timeline = self.world.table.timeline()
-        own = set(job.coordinator.pending_instants)
-        failed = heartbeat.instants_to_roll_back(
-            timeline,
-            self.world.storage,
-            "EAGER",
-            self._now_ms(),
+        failed = self._failed_writes("EAGER", set(own))
+        yield from self._roll_back(owner, writer, failed)
+
+    def clean_lazily(self, owner: str, writer: TableWriter) -> Generator[Any, Any, None]:
+        """LAZY cleaning: roll back, as ``owner`` with ``writer``, every write instant whose
+        heartbeat expired."""
+        yield from self._roll_back(owner, writer, self._failed_writes("LAZY", set()))
+
+    def _failed_writes(self, policy: str, own: set[str]) -> list[Instant]:
+        """The write instants ``policy`` rolls back now (:mod:`models.write.heartbeat`)."""
+        return heartbeat.instants_to_roll_back(
+            self.table.timeline(),
+            self.storage,
+            policy,
+            self.now_ms(),
             own_instants=own,
             interval_ms=self.sim.heartbeat_interval_ms,
             tolerable_misses=self.sim.heartbeat_tolerable_misses,
         )
-        yield from self._roll_back(job, failed)
 
-    def _roll_back(self, job: Job, failed: list[Instant]) -> Generator[Any, Any, None]:
-        me = job.process_name("coordinator")
-        writer = job.coordinator.writer
+    def _roll_back(
+        self, owner: str, writer: TableWriter, failed: list[Instant]
+    ) -> Generator[Any, Any, None]:
         for instant in failed:
-            self.history.invoke(me, "rollback", {"instant": instant.requested_time})
+            self.history.invoke(owner, "rollback", {"instant": instant.requested_time})
             done = yield from drive(
                 self.env,
-                rollback.rollback(self.world.table, writer, instant, writer.time_generator),
-                owner=me,
+                rollback.rollback(self.table, writer, instant, writer.time_generator),
+                owner=owner,
             )
             self.heartbeat_stopped(instant.requested_time)
             self.history.ok(
-                me,
+                owner,
                 "rollback",
                 {"instant": instant.requested_time, "rollback": done.requested_time},
             )
 
-    # --- the loop of the table-services job ----------------------------------------------------
+    # --- archiving -----------------------------------------------------------------------------
 
-    def loop(self, job: Job, epoch: int) -> Generator[Any, Any, None]:
-        yield from job._guard(epoch, "table-services", self._loop_body(job, epoch))
-
-    def _loop_body(self, job: Job, epoch: int) -> Generator[Any, Any, None]:
-        yield from self._resume_compactions(job, epoch)
-        while True:
-            yield self.env.timeout(self.sim.heartbeat_interval_ms)
-            for other in self.world.jobs:
-                if not other.failing:
-                    self._refresh(other)
-            if self.policy == "LAZY":
-                timeline = self.world.table.timeline()
-                failed = heartbeat.instants_to_roll_back(
-                    timeline,
-                    self.world.storage,
-                    "LAZY",
-                    self._now_ms(),
-                    own_instants=set(),
-                    interval_ms=self.sim.heartbeat_interval_ms,
-                    tolerable_misses=self.sim.heartbeat_tolerable_misses,
-                )
-                yield from self._roll_back(job, failed)
-
-    # --- compaction and archiving --------------------------------------------------------------
-
-    def after_commits(self, job: Job, epoch: int, results: list[Any]) -> Generator[Any, Any, None]:
-        if not job.table_services or not results:
-            return
-        config = self.world.table.config
-        me = job.process_name("coordinator")
-        if (
-            config.is_mor
-            and not job.compacting
-            and job.commits_since_compaction >= job.spec.compaction_every_commits
-        ):
-            scheduled = yield from drive(
-                self.env, job.coordinator.writer.schedule_compaction(), owner=me
-            )
-            job.commits_since_compaction = 0
-            if scheduled is not None:
-                self.history.ok(me, "schedule_compaction", {"instant": scheduled.requested_time})
-                job.compacting = True
-                job.processes.append(
-                    self.env.process(job._guard(epoch, "compactor", self._compact(job, scheduled)))
-                )
+    def archive(self, owner: str) -> None:
+        """Archive completed instants beyond ``[sim] archive_max_active`` (recorded as
+        ``owner``'s)."""
         archived = archiver.archive_instants(
-            self.world.table,
+            self.table,
             max_active=self.sim.archive_max_active,
             min_active=self.sim.archive_min_active,
         )
         if archived:
-            self.history.ok(me, "archive", {"instants": [i.requested_time for i in archived]})
+            self.history.ok(owner, "archive", {"instants": [i.requested_time for i in archived]})
 
-    def _compactor_writer(self, job: Job) -> TableWriter:
-        return TableWriter(
-            self.world.table,
-            self.world.time_generator(job.process_name("compactor")),
-            view_options=self.world.view_options,
-            stage_id=job.index + 1,
-        )
+    # --- the table-services job's process ------------------------------------------------------
 
-    def _compact(self, job: Job, scheduled: Instant) -> Generator[Any, Any, None]:
-        me = job.process_name("compactor")
-        storage = self.world.storage
-        self.history.invoke(me, "compaction", {"instant": scheduled.requested_time})
-        mark = storage.usage()
-        steps = self._compactor_writer(job).run_compaction(scheduled)
-        try:
-            done = yield from drive(self.env, steps, owner=me)
-        finally:
-            job.compacting = False
-        yield self.env.timeout(storage.latency_since(mark))
-        self.history.ok(
-            me,
-            "compaction",
-            {"instant": done.requested_time, "completion": done.completion_time},
-        )
-
-    def _resume_compactions(self, job: Job, epoch: int) -> Generator[Any, Any, None]:
-        """Execute compactions a failover interrupted (Hudi re-runs pending plans)."""
-        timeline = self.world.table.timeline()
-        for instant in timeline.pending().with_actions("compaction"):
-            job.compacting = True
-            yield from self._compact(job, instant)
+    def service_loop(
+        self, attempt: Attempt, compactor: Compactor, coordinator: CoordinatorClient
+    ) -> Generator[Any, Any, None]:
+        """The body of ``<job>/table-services``: resume interrupted compactions, then every
+        heartbeat interval refresh the heartbeats and, under LAZY, clean failed writes (as the
+        ``coordinator``, with its current write client)."""
+        yield from compactor.resume(attempt)
+        while True:
+            yield self.env.timeout(self.sim.heartbeat_interval_ms)
+            self.refresh_heartbeats()
+            if self.policy == "LAZY":
+                yield from self.clean_lazily(coordinator.me, coordinator.writer)
 
     # --- OCC -----------------------------------------------------------------------------------
 
-    def precommit_hook(self, job: Job) -> Callable[[Instant, tuple[Any, ...]], None] | None:
-        """The OCC check under the commit lock (jobs with ``concurrency = "occ"``).
+    def occ_check(self, concurrency_mode: str) -> PrecommitCheck | None:
+        """The OCC check under the commit lock for one job (None unless ``occ``).
 
         The job's own instants that passed the check before this one are its predecessors in
-        the coordinator's serial commit order (:mod:`models.txn.concurrency`: not concurrent writers
-        where this instant only appended logs). They are kept per job for the whole run, across
-        failovers: a restarted coordinator re-commits restored instants before anything newer,
-        and telling its own commits from other writers' is what apache/hudi#19024 asks of the
-        restarted Flink writer."""
-        if job.spec.concurrency != "occ":
+        the coordinator's serial commit order (:mod:`models.txn.concurrency`: not concurrent
+        writers where this instant only appended logs). The check keeps them for the whole run,
+        across failovers (take one check per job, once): a restarted coordinator re-commits
+        restored instants before anything newer, and telling its own commits from other
+        writers' is what apache/hudi#19024 asks of the restarted Flink writer."""
+        if concurrency_mode != "occ":
             return None
-        table = self.world.table
-        own = self._committed_by.setdefault(job.name, set())
+        table = self.table
+        own: set[str] = set()
 
         def check(instant: Instant, stats: tuple[Any, ...]) -> None:
             concurrency.ensure_no_conflict(
@@ -221,3 +216,6 @@ class TableServices:
             own.add(instant.requested_time)
 
         return check
+
+
+__all__ = ["TableServices"]

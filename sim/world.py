@@ -14,6 +14,11 @@ input: ``Job.drain``), checkpoints continue until every job has committed everyt
 drained table is what lets the final snapshot be compared with the ledger: every emitted record
 must be in it exactly as the merge rule says.
 
+The world builds the clocks, the table lock, the storage, the table, the nemesis, the table
+services and the jobs, and gives every job the same :class:`sim.job_context.JobContext` (the
+write clients on the table, the table services, the nemesis's hooks): no job and no role of a job
+holds the world.
+
 The first history event (``setup``) carries everything a checker needs to rebuild the ledger's
 model without the scenario file: the table, every job's source parameters and the protocol
 variants.
@@ -26,23 +31,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import simpy
 
-from models.format.records import ORDERING_FIELD, PARTITION_FIELD, RECORD_KEY_FIELD
+from models.format.records import ORDERING_FIELD, PARTITION_FIELD, RECORD_KEY_FIELD, SCHEMA
 from models.storage import InMemoryStorage, LocalStorage, Storage
 from models.timeline.active import ActiveTimeline
-from models.timeline.instant import Instant
 from models.timeline.truetime import TimeGenerator, TimeService, make_time_generator
+from models.view.partial_update import (
+    PAYLOAD_CLASS,
+    WHOLE_ROW_PAYLOAD_CLASS,
+    ColumnGroup,
+    declare_column_groups,
+    table_schema,
+)
 from models.view.table import HudiTable, ViewOptions
 from models.write.table_init import create_table
-from sim import table_services
 from sim.clock import SimClock
+from sim.flink.write_clients import FlinkWriteClients
 from sim.history import HistoryRecorder
 from sim.job import Job
+from sim.job_context import JobContext
 from sim.lock import SimLock
 from sim.nemesis import Nemesis, NemesisStorage
 from sim.pauses import PausableEnvironment
 from sim.rng import Rng
+from sim.table_services import TableServices
 
 EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: simulated time 0
 
@@ -69,13 +83,7 @@ class World:
         self.rng = Rng(self.seed)
         self.history = HistoryRecorder(lambda: int(self.env.now))
         self.draining = False
-        inner: Storage
-        if scenario.table.storage == "local":
-            if table_root is None:
-                raise ValueError("local storage needs a table folder")
-            inner = LocalStorage(table_root)
-        else:
-            inner = InMemoryStorage()
+        inner = _inner_storage(scenario.table.storage, table_root)
         self.nemesis = Nemesis(self)
         self.storage = NemesisStorage(
             self.nemesis,
@@ -100,7 +108,24 @@ class World:
         )
         self.log_block_format = "parquet"
         self.storage.failures_enabled = False
-        self.table = create_table(
+        self.table = self._create_table()
+        data_schema = _declare_data_schema(scenario, self.table)
+        self.storage.failures_enabled = True
+        self.services = TableServices(
+            env=self.env,
+            history=self.history,
+            table=self.table,
+            storage=self.storage,
+            now_ms=self.now_ms,
+            sim=scenario.sim,
+            policy=scenario.protocol.failed_writes_cleaning,
+        )
+        self.jobs = self._create_jobs(data_schema)
+
+    def _create_table(self) -> HudiTable:
+        """The run's table, as the protocol variant reads it (storage faults off)."""
+        scenario = self.scenario
+        table = create_table(
             self.storage,
             name=_table_name(scenario.scenario.name),
             table_type=scenario.table.type,
@@ -111,14 +136,37 @@ class World:
             decode_instants=False,  # its own writers' instants; a read is a simulated I/O
         )
         if not scenario.protocol.archived_completion_lookup:  # apache/hudi#14365
-            self.table = HudiTable(self.storage, archive_lookup=False, decode_instants=False)
+            table = HudiTable(self.storage, archive_lookup=False, decode_instants=False)
         if not scenario.protocol.put_if_absent:  # timeline files silently overwritten
-            self.table.active_timeline = ActiveTimeline(
-                self.storage, self.table.config, put_if_absent=False
-            )
-        self.storage.failures_enabled = True
-        self.jobs = [Job(self, spec, i) for i, spec in enumerate(scenario.jobs)]
-        self.services = table_services.TableServices(self)
+            table.active_timeline = ActiveTimeline(self.storage, table.config, put_if_absent=False)
+        return table
+
+    def _create_jobs(self, data_schema: pa.Schema) -> list[Job]:
+        """The jobs, in scenario order, each with the same :class:`JobContext`: the write
+        clients on the table, the table services and the nemesis's hooks."""
+        scenario = self.scenario
+        clients = FlinkWriteClients(
+            self.table,
+            self.storage,
+            self.view_options,
+            self.log_block_format,
+            data_schema,
+            self.time_generator,
+        )
+        context = JobContext(
+            env=self.env,
+            history=self.history,
+            rng=self.rng,
+            seed=self.seed,
+            table=scenario.table,
+            protocol=scenario.protocol,
+            sim=scenario.sim,
+            rates=scenario.faults,
+            faults=self.nemesis,
+            clients=clients,
+            services=self.services,
+        )
+        return [Job(spec, i, context) for i, spec in enumerate(scenario.jobs)]
 
     # --- time --------------------------------------------------------------------------------------
 
@@ -159,40 +207,6 @@ class World:
 
     def _storage_fault(self, kind: str, value: dict[str, Any]) -> None:
         self.history.nemesis(kind, value)
-
-    def network_fault(self, kind: str, value: dict[str, Any]) -> None:
-        self.history.nemesis(kind, value)
-
-    # --- hooks the jobs call -----------------------------------------------------------------------
-
-    def precommit_hook(self, job: Job) -> Callable[[Instant, tuple[Any, ...]], None] | None:
-        return self.services.precommit_hook(job)
-
-    def heartbeat_started(self, instant: str) -> None:
-        self.services.heartbeat_started(instant)
-
-    def heartbeat_stopped(self, instant: str) -> None:
-        self.services.heartbeat_stopped(instant)
-
-    def after_bootstrap(self, job: Job, epoch: int) -> Generator[Any, Any, None]:
-        yield from self.services.after_bootstrap(job, epoch)
-
-    def after_commits(self, job: Job, epoch: int, results: list[Any]) -> Generator[Any, Any, None]:
-        yield from self.services.after_commits(job, epoch, results)
-
-    def table_service_loop(self, job: Job, epoch: int) -> Generator[Any, Any, None]:
-        yield from self.services.loop(job, epoch)
-
-    def latest_base_instants(self) -> dict[tuple[str, str], str]:
-        """Variant ``base_instant``: the base instant of each file group's latest slice, as a
-        0.x writer reads it when its write starts."""
-        _, groups = self.table.file_groups(options=self.view_options)
-        out = {}
-        for group in groups:
-            latest = group.slices[-1] if group.slices else None
-            if latest is not None:
-                out[(group.partition, group.file_id)] = latest.base_instant
-        return out
 
     # --- the run -----------------------------------------------------------------------------------
 
@@ -292,6 +306,34 @@ class World:
         return RunOutcome(
             self.history, self.table, self.storage, drained, int(self.env.now), self.view_options
         )
+
+
+def _declare_data_schema(scenario: Any, table: HudiTable) -> pa.Schema:
+    """The table's data columns, which every commit's metadata carries as its schema.
+
+    Multi-stream partial updates (jobs with ``columns``): every stream's columns. The table is
+    declared with those column groups (``models.view.partial_update``), as if its DDL named them
+    all, right after its creation (storage faults still off). The known-bad variant
+    ``partial_update_merge = "row"`` declares them with Hudi's default payload, which merges whole
+    rows."""
+    jobs = scenario.jobs
+    if not any(job.columns for job in jobs):
+        return SCHEMA
+    groups = [ColumnGroup(job.ordering_field, tuple(job.columns)) for job in jobs]
+    whole_rows = scenario.protocol.partial_update_merge == "row"
+    declare_column_groups(
+        table, groups, payload_class=WHOLE_ROW_PAYLOAD_CLASS if whole_rows else PAYLOAD_CLASS
+    )
+    return table_schema(groups)
+
+
+def _inner_storage(kind: str, table_root: Path | None) -> Storage:
+    """Where the table's files go: a local folder or memory."""
+    if kind == "local":
+        if table_root is None:
+            raise ValueError("local storage needs a table folder")
+        return LocalStorage(table_root)
+    return InMemoryStorage()
 
 
 def _table_name(name: str) -> str:

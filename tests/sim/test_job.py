@@ -30,6 +30,8 @@ from models.view.filenames import (
     parse_log_file_name,
 )
 from reports.metrics import compute_metrics
+from sim.job import Job
+from sim.world import World
 from tests.sim.test_world import (
     JOB,
     cached_run,
@@ -368,3 +370,62 @@ def test_minibatch_inserts_lose_no_record_a_completed_checkpoint_covered():
     assert liveness.ok, whys(liveness)
     events = outcome.history.events
     assert not [e for e in events if e.f == "failover" and "already committed" in e.value["cause"]]
+
+
+# --- the job master: attempts and failover ---------------------------------------------------
+
+
+def started_job(**scenario: Any) -> tuple[World, Job]:
+    """A world whose first job runs on its own (no nemesis, no drain) until 5 s."""
+    world = World(make_scenario(**scenario))
+    job = world.jobs[0]
+    job.start()
+    world.env.run(until=5000)
+    return world, job
+
+
+def test_an_attempt_runs_each_role_as_a_process():
+    world, job = started_job(jobs=({**JOB, "table_services": True},))
+    assert job.attempt is not None and job.attempt.epoch == job.epoch == 1
+    roles = ["coordinator", "task-0", "task-1", "source", "checkpoint"]
+    assert {f"job0/{role}" for role in roles} <= {e.process for e in world.history.events}
+    # those five and the table-services process (and a compactor per scheduled compaction)
+    assert len(job.attempt.processes) >= len(roles) + 1
+    assert all(p.is_alive for p in job.attempt.processes[: len(roles) + 1])
+
+
+def test_a_failover_stops_the_attempt_and_restores_the_last_checkpoint_in_the_next():
+    world, job = started_job()
+    first = job.attempt
+    assert first is not None and job.completed is not None
+    restored = job.completed
+    job.fail(first.epoch, "test")
+    job.fail(first.epoch, "again")  # already failing: ignored
+    world.env.run(until=world.env.now + 1)
+    assert not any(p.is_alive for p in first.processes)
+    world.env.run(until=world.env.now + world.scenario.sim.restart_delay_ms)
+    assert job.epoch == 2 and job.attempt is not first and not job.failing
+    failovers = [e for e in world.history.events if e.f == "failover"]
+    assert [e.value for e in failovers] == [
+        {"epoch": 1, "cause": "test", "restore": restored.checkpoint_id}
+    ]
+    start = [e for e in world.history.events if e.f == "start"][-1]
+    assert start.value == {
+        "epoch": 2,
+        "restored_checkpoint": restored.checkpoint_id,
+        "source_offset": restored.source_offset,
+    }
+    job.fail(1, "a late failure of the old attempt")
+    assert not job.failing
+
+
+def test_checkpoint_ids_and_offsets_outlive_an_attempt():
+    world, job = started_job()
+    before = job.completed
+    assert before is not None
+    job.fail(job.epoch, "test")
+    world.env.run(until=world.env.now + 5000)
+    after = job.completed
+    assert after is not None and after.checkpoint_id > before.checkpoint_id
+    assert after.source_offset >= before.source_offset
+    assert job.source_offset >= after.source_offset

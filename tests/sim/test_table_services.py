@@ -1,4 +1,5 @@
-"""Tests for sim/table_services.py: the OCC check a job with ``concurrency = "occ"`` runs at commit.
+"""Tests for sim/table_services.py: the OCC check a job with ``concurrency = "occ"`` runs at commit,
+and the heartbeats, cleaning and archiving the services run without seeing any job.
 
 The check itself is :mod:`models.txn.concurrency`; what the world adds is *whose* instants are whose:
 a job's own earlier commits are its predecessors in the coordinator's commit order, not concurrent
@@ -15,7 +16,10 @@ import pytest
 from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.timeline.truetime import make_time_generator
 from models.txn.concurrency import ConcurrentWriteConflict
+from models.write.heartbeat import heartbeat_ms
 from models.write.writer import TableWriter
+from sim.driver import drive
+from sim.table_services import TableServices
 from sim.world import World
 from tests.sim.test_world import JOB, make_scenario, ok_events, run_world, verdicts, whys
 
@@ -32,7 +36,7 @@ class ByHand:
         self.clock = FakeClock(FakeWorld(1_767_225_600_000))
         generator = make_time_generator("truetime", clock=self.clock, lock=LocalLock())
         self.writer = TableWriter(self.world.table, generator)
-        self.hooks = [self.world.services.precommit_hook(job) for job in self.world.jobs]
+        self.hooks = [job.occ_check for job in self.world.jobs]
 
     def start(self):
         return run(self.writer.start_commit(), self.clock)
@@ -77,8 +81,9 @@ def test_a_jobs_own_earlier_commit_is_no_conflict_another_jobs_is():
 def test_only_occ_jobs_get_a_check():
     world = World(make_scenario(jobs=(JOB, OCC_JOB)))
     nbcc, occ = world.jobs
-    assert world.services.precommit_hook(nbcc) is None
-    assert callable(world.services.precommit_hook(occ))
+    assert nbcc.occ_check is None
+    assert callable(occ.occ_check)
+    assert world.services.occ_check("nbcc") is None
 
 
 def test_an_occ_job_commits_over_its_own_late_instants():
@@ -117,3 +122,67 @@ def test_two_occ_jobs_on_contended_keys_retry_conflicts_and_drain(table, mode):
     snapshot, liveness = verdicts(outcome)
     assert liveness.ok, whys(liveness)
     assert snapshot.ok, whys(snapshot)
+
+
+# --- heartbeats, cleaning and archiving, without jobs ----------------------------------------
+
+
+def services_on(world: World, policy: str = "LAZY") -> TableServices:
+    return TableServices(
+        env=world.env,
+        history=world.history,
+        table=world.table,
+        storage=world.storage,
+        now_ms=world.now_ms,
+        sim=world.scenario.sim,
+        policy=policy,
+    )
+
+
+def test_heartbeats_of_the_registered_writers_live_instants_are_refreshed():
+    world = World(make_scenario())
+    services = services_on(world)
+    live = {"a": ["20260101000000001"], "b": []}
+    services.register_writer(lambda: live["a"])
+    services.register_writer(lambda: live["b"])
+    services.heartbeat_started("20260101000000001")
+    assert heartbeat_ms(world.storage, "20260101000000001") == world.now_ms()
+    world.env.run(until=1500)
+    services.refresh_heartbeats()
+    assert heartbeat_ms(world.storage, "20260101000000001") == world.now_ms()
+    services.heartbeat_stopped("20260101000000001")
+    assert heartbeat_ms(world.storage, "20260101000000001") is None
+    services.refresh_heartbeats()  # a live instant whose heartbeat stopped beats again
+    assert heartbeat_ms(world.storage, "20260101000000001") == world.now_ms()
+
+
+def test_only_eager_cleaning_rolls_back_after_a_bootstrap_and_never_the_owners_instants():
+    world = World(make_scenario())
+    writer = world.jobs[0].context.clients.coordinator_writer("job0/coordinator")
+
+    def process(steps):
+        world.env.process(steps)
+        world.env.run(until=world.env.now + 1000)
+
+    started: list[str] = []
+
+    def start():
+        for _ in range(2):
+            instant = yield from drive(world.env, writer.start_commit(), owner="job0/coordinator")
+            started.append(instant.requested_time)
+
+    process(start())
+    failed, own = started
+    for policy in ("LAZY", "EAGER"):
+        process(services_on(world, policy).clean_after_bootstrap("job0/coordinator", writer, [own]))
+    rollbacks = [e for e in world.history.events if e.f == "rollback"]
+    assert [(e.type, e.process, e.value["instant"]) for e in rollbacks] == [
+        ("invoke", "job0/coordinator", failed),
+        ("ok", "job0/coordinator", failed),
+    ]
+
+
+def test_archiving_records_what_it_archived_under_the_owners_name():
+    world = World(make_scenario())
+    services_on(world).archive("job0/coordinator")  # an empty timeline: nothing to archive
+    assert [e for e in world.history.events if e.f == "archive"] == []

@@ -156,6 +156,18 @@ def test_memory_and_local_storage_give_the_same_history(tmp_path):
     assert on_disk.jsonl_bytes() == in_memory.jsonl_bytes()
 
 
+def test_every_job_gets_one_context_and_never_the_world():
+    world = World(make_scenario(jobs=(JOB, JOB)))
+    first, second = world.jobs
+    context = first.context
+    assert second.context is context
+    assert context.faults is world.nemesis and context.services is world.services
+    assert context.clients.table is world.table and context.clients.storage is world.storage
+    assert context.rng is world.rng and context.env is world.env
+    for job in world.jobs:
+        assert not [name for name, value in vars(job).items() if value is world], job.name
+
+
 def test_local_storage_needs_a_table_folder():
     with pytest.raises(ValueError, match="table folder"):
         World(make_scenario(table={"storage": "local"}))

@@ -1,0 +1,299 @@
+"""The job's operator coordinator: Hudi's ``StreamWriteOperatorCoordinator`` on Flink's job manager.
+
+The decisions are :class:`models.flink.coordinator.WriteCoordinator`'s; this process is Flink's
+``OperatorCoordinatorHolder`` around it: one mailbox, one message at a time (Hudi's
+``NonThrownExecutor``). On start it restores the checkpointed state (``resetToCheckpoint``) and
+re-commits what it can, then serves:
+
+- instant requests from the write tasks (``handleInstantRequest``; a new instant starts its
+  heartbeat), answered through each task's gateway (``executionAttemptReady`` registers it);
+- write-metadata and bootstrap events (``handleEventFromOperator``); once every task's bootstrap
+  is in, failed writes are cleaned ``EAGER`` when that is the policy;
+- the checkpoint coordinator's snapshot requests (``checkpointCoordinator``);
+- checkpoint-complete notifications (``notifyCheckpointComplete``): commit, stop the committed
+  instants' heartbeats, and in the table-services job schedule compaction and archive.
+
+:class:`CommitReporter` turns what the commit path does without asking (an OCC abort, the retry
+under a new instant, the rollback of a dropped instant) into history events of the coordinator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable
+from typing import Any, Protocol
+
+import simpy
+
+from models.flink.coordinator import CommitResult, WriteCoordinator
+from models.flink.event_buffers import CoordinatorState
+from models.timeline.instant import Instant
+from models.txn.concurrency import ConcurrentWriteConflict
+from models.write.writer import TableWriter
+from sim.driver import drive
+from sim.flink.runtime import Attempt, Gateway
+from sim.history import HistoryRecorder
+from sim.messages import (
+    BootstrapMessage,
+    CheckpointComplete,
+    EventMessage,
+    InstantRequest,
+    InstantResponse,
+    SnapshotRequest,
+)
+
+PrecommitCheck = Callable[[Instant, tuple[Any, ...]], None]
+"""A check run under the commit lock right before an instant completes; raising aborts it."""
+
+
+class CoordinatorServices(Protocol):
+    """The table services the coordinator's write client runs (heartbeats, failed writes)."""
+
+    def heartbeat_started(self, instant: str) -> None:
+        """The coordinator started ``instant``."""
+        ...
+
+    def heartbeat_stopped(self, instant: str) -> None:
+        """``instant`` completed or was rolled back."""
+        ...
+
+    def clean_after_bootstrap(
+        self, owner: str, writer: TableWriter, own: Iterable[str]
+    ) -> Generator[Any, Any, None]:
+        """Every task's bootstrap is in: roll back failed writes not in ``own`` (EAGER)."""
+        ...
+
+    def archive(self, owner: str) -> None:
+        """Archive completed instants beyond the active timeline's window."""
+        ...
+
+
+class CompactionScheduler(Protocol):
+    """The table-services job's compaction schedule, fed by the coordinator's commits."""
+
+    def committed(self, count: int) -> None:
+        """``count`` more instants committed."""
+        ...
+
+    def schedule(
+        self, attempt: Attempt, writer: TableWriter, *, owner: str
+    ) -> Generator[Any, Any, None]:
+        """After commits: schedule a compaction when due and start its compactor."""
+        ...
+
+
+class CommitReporter:
+    """Records what the write coordinator's commit path does by itself, for one job and across
+    its attempts: OCC aborts, the retries that redo them, rollbacks of dropped instants.
+
+    An abort is otherwise invisible (the coordinator retries the write under a new instant and
+    only the retry's commit shows), and aborts and their wasted writes are what OCC costs
+    compared with NBCC (``reports/metrics.py``)."""
+
+    def __init__(
+        self, history: HistoryRecorder, owner: str, heartbeat_started: Callable[[str], None]
+    ) -> None:
+        self.history = history
+        self.owner = owner
+        self.heartbeat_started = heartbeat_started
+        self.last_abort: str | None = None  # the instant the OCC check last aborted
+
+    def recording_aborts(self, check: PrecommitCheck | None) -> PrecommitCheck | None:
+        """``check`` (None without OCC), recording each commit it aborts as an ``abort`` event;
+        ``records`` counts the rows the aborted instant's files hold (for a copy-on-write
+        merge, the whole rewritten file)."""
+        if check is None:
+            return None
+
+        def precommit(instant: Instant, stats: tuple[Any, ...]) -> None:
+            try:
+                check(instant, stats)
+            except ConcurrentWriteConflict as conflict:
+                self.last_abort = instant.requested_time
+                self.history.info(
+                    self.owner,
+                    "abort",
+                    {
+                        "instant": instant.requested_time,
+                        "conflict_with": conflict.other.requested_time,
+                        "file_groups": len(conflict.file_groups),
+                        "files": len(stats),
+                        "records": sum(s.num_writes + s.num_deletes for s in stats),
+                    },
+                )
+                raise
+
+        return precommit
+
+    def retry_started(self, instant: Instant) -> None:
+        """The coordinator started ``instant`` to redo an aborted write (``on_instant_start``
+        runs for OCC retries only): record it and start its heartbeat."""
+        self.history.info(
+            self.owner, "retry", {"instant": instant.requested_time, "retry_of": self.last_abort}
+        )
+        self.heartbeat_started(instant.requested_time)
+
+    def rolled_back(self, instant: str, rollback: Instant) -> None:
+        """The coordinator rolled back an instant it dropped with nothing to commit (see
+        ``models/flink/coordinator.py``): recorded as the failed-writes cleaning's rollbacks are."""
+        self.history.ok(
+            self.owner, "rollback", {"instant": instant, "rollback": rollback.requested_time}
+        )
+
+
+class OperatorCoordinator:
+    """The process ``<job>/coordinator`` of one attempt: Flink's ``OperatorCoordinatorHolder``.
+
+    Receives ``provider``, which creates the write coordinator it drives (Flink's
+    ``OperatorCoordinator.Provider``: the holder, its mailbox and the tasks' gateways stay when the
+    coordinator inside is recreated, as ``RecreateOnResetOperatorCoordinator`` does on a reset),
+    the write client's table services, the compaction schedule (table-services job only) and
+    ``on_notified``, called after each handled notification (the job checks whether it has
+    drained). Tasks reach it through :meth:`deliver`; it reaches each task through the gateway
+    registered by :meth:`subtask_ready`."""
+
+    def __init__(
+        self,
+        attempt: Attempt,
+        provider: Callable[[], WriteCoordinator],
+        *,
+        services: CoordinatorServices,
+        compaction: CompactionScheduler | None,
+        on_notified: Callable[[], None],
+    ) -> None:
+        self.attempt = attempt
+        self.provider = provider
+        self.coordinator = provider()
+        self.services = services
+        self.compaction = compaction
+        self.on_notified = on_notified
+        self.mailbox = simpy.Store(attempt.env)
+        self.subtasks: dict[int, Gateway] = {}
+        self.me = attempt.process_name("coordinator")
+
+    @property
+    def writer(self) -> TableWriter:
+        """The write client of the coordinator (it starts, commits and rolls back instants)."""
+        return self.coordinator.writer
+
+    # --- what the other roles call ----------------------------------------------------------
+
+    def subtask_ready(self, task_id: int, gateway: Gateway) -> None:
+        """Task ``task_id`` is running and reachable through ``gateway`` (Flink's
+        ``OperatorCoordinator#executionAttemptReady``)."""
+        self.subtasks[task_id] = gateway
+
+    def deliver(self, message: Any) -> None:
+        """A message from a channel: queued if it belongs to the job's current attempt."""
+        if self.attempt.is_current(message.epoch):
+            self.mailbox.put(message)
+
+    def checkpoint_coordinator(self, checkpoint_id: int) -> simpy.Event:
+        """Ask for a snapshot of the coordinator's state for ``checkpoint_id``; the event
+        succeeds with it (Flink's ``OperatorCoordinator#checkpointCoordinator``)."""
+        reply = self.attempt.env.event()
+        self.mailbox.put(SnapshotRequest(self.attempt.epoch, checkpoint_id, reply))
+        return reply
+
+    # --- the process ------------------------------------------------------------------------
+
+    def run(self, state: CoordinatorState | None) -> Generator[Any, Any, None]:
+        """The process body, restored from ``state`` (None: a fresh start)."""
+        yield from self.attempt.run("coordinator", self._serve(state))
+
+    def _serve(self, state: CoordinatorState | None) -> Generator[Any, Any, None]:
+        env, history, epoch = self.attempt.env, self.attempt.history, self.attempt.epoch
+        coordinator, me = self.coordinator, self.me
+        history.invoke(me, "restore", {"checkpoint": state.checkpoint_id if state else None})
+        results = yield from drive(env, coordinator.restore(state), owner=me)
+        self._record_commits(results)
+        history.ok(me, "restore", {"recommitted": [r.instant.requested_time for r in results]})
+        while True:
+            message = yield self.mailbox.get()
+            if getattr(message, "epoch", epoch) != epoch:
+                continue
+            if isinstance(message, InstantRequest):
+                yield from self._instant_request(message)
+            elif isinstance(message, EventMessage):
+                coordinator.handle_event(message.event)
+                history.info(me, "event", message.event.summary())
+            elif isinstance(message, BootstrapMessage):
+                yield from self._bootstrap(message)
+            elif isinstance(message, SnapshotRequest):
+                snapshot = coordinator.snapshot_state(message.checkpoint_id)
+                history.info(
+                    me,
+                    "snapshot",
+                    {
+                        "checkpoint": message.checkpoint_id,
+                        "instants": [b.instant for b in snapshot.buffers],
+                    },
+                )
+                message.reply.succeed(snapshot)
+            elif isinstance(message, CheckpointComplete):
+                yield from self._notified(message.checkpoint_id)
+
+    def _instant_request(self, message: InstantRequest) -> Generator[Any, Any, None]:
+        coordinator, me = self.coordinator, self.me
+        before = set(coordinator.pending_instants)
+        instant = yield from drive(
+            self.attempt.env,
+            coordinator.request_instant(message.task_id, message.checkpoint_id),
+            owner=me,
+        )
+        if instant is not None and instant not in before:
+            self.attempt.history.ok(
+                me, "start_instant", {"instant": instant, "checkpoint": message.checkpoint_id}
+            )
+            self.services.heartbeat_started(instant)
+        self.subtasks[message.task_id].send(InstantResponse(self.attempt.epoch, instant))
+
+    def _bootstrap(self, message: BootstrapMessage) -> Generator[Any, Any, None]:
+        coordinator, event = self.coordinator, message.event
+        self.attempt.history.info(
+            self.me,
+            "bootstrap",
+            {
+                "task": event.task_id,
+                "checkpoint": event.checkpoint_id,
+                "events": [e.summary() for e in event.events],
+            },
+        )
+        results = yield from drive(
+            self.attempt.env, coordinator.handle_bootstrap(event), owner=self.me
+        )
+        self._record_commits(results)
+        if not coordinator.bootstrapping:
+            yield from self.services.clean_after_bootstrap(
+                self.me, coordinator.writer, coordinator.pending_instants
+            )
+
+    def _notified(self, checkpoint_id: int) -> Generator[Any, Any, None]:
+        self.attempt.history.info(self.me, "notify", {"checkpoint": checkpoint_id})
+        results = yield from drive(
+            self.attempt.env,
+            self.coordinator.notify_checkpoint_complete(checkpoint_id),
+            owner=self.me,
+        )
+        self._record_commits(results)
+        if self.compaction is not None and results:
+            yield from self.compaction.schedule(
+                self.attempt, self.coordinator.writer, owner=self.me
+            )
+            self.services.archive(self.me)
+        self.on_notified()
+
+    def _record_commits(self, results: list[CommitResult]) -> None:
+        for result in results:
+            self.attempt.history.ok(self.me, "commit", result.summary())
+            self.services.heartbeat_stopped(result.instant.requested_time)
+        if self.compaction is not None:
+            self.compaction.committed(len(results))
+
+
+__all__ = [
+    "CommitReporter",
+    "CompactionScheduler",
+    "CoordinatorServices",
+    "OperatorCoordinator",
+    "PrecommitCheck",
+]

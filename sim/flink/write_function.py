@@ -1,0 +1,231 @@
+"""One write task of a job: Hudi's ``StreamWriteFunction`` in its Flink subtask.
+
+The protocol state is :class:`models.flink.write_task.WriteTask` (buffer, events sent since the
+last checkpoint, snapshot and restore); this process supplies the task's mailbox and its RPCs.
+On start it restores its state and sends its bootstrap event to the coordinator
+(``AbstractStreamWriteFunction#sendBootstrapEvent``). Then it handles, one at a time:
+
+- an eager flush (the buffer filled up between checkpoints): ask the coordinator for the instant
+  to write into, write the records' data files, send the write-metadata event;
+- a checkpoint barrier: flush the last batch (an empty one still sends an event, so the
+  coordinator knows the task finished), ``snapshotState``, then the ACK to the checkpoint
+  coordinator. In ``blocking`` mode the task then waits until the coordinator hands out the next
+  instant (docs/protocol.md section 6.4).
+
+Barriers and eager flushes carry the records buffered when they were issued
+(:meth:`WriteFunction.inject_barrier`, :meth:`WriteFunction.receive`), so the records before a
+barrier are exactly the source offsets below the checkpoint's offset. The task's events and its
+ACKs share one FIFO channel to the job manager, as Flink's RPCs from one task do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+import pyarrow as pa
+import simpy
+
+from models.flink.write_events import WriteMetadataEvent
+from models.flink.write_task import FileLayout, TaskState, WriteTask, write_records
+from models.timeline.instant import Instant, State
+from models.write.writer import TableWriter
+from sim.flink.runtime import Attempt, Gateway
+from sim.messages import (
+    Barrier,
+    BootstrapMessage,
+    EagerFlush,
+    EventMessage,
+    InstantRequest,
+    InstantResponse,
+    TaskAck,
+)
+from sim.storage import SimStorage
+
+INSTANT_RETRY_MS = 100  # Hudi's instant retry interval while waiting in blocking mode
+BACKLOG_LIMIT = 2  # queued flushes and barriers at which the task pushes back on the source
+
+BaseInstants = Callable[[], dict[tuple[str, str], str]]
+"""The base instant of each file group's latest slice, as a 0.x writer reads it."""
+
+
+class WriteFunction:
+    """The process ``<job>/task-<i>`` of one attempt.
+
+    Receives its protocol state machine (``task``), its write client (``writer``: data files
+    only, the coordinator commits), the job's file layout and instant-generation mode, the
+    storage whose counters price its I/O, and two gateways over its one channel to the job
+    manager: write events to the operator coordinator, ACKs to the checkpoint coordinator.
+    ``base_instants`` is only read by the legacy ``base_instant`` file slicing."""
+
+    def __init__(
+        self,
+        attempt: Attempt,
+        task: WriteTask,
+        writer: TableWriter,
+        *,
+        layout: FileLayout,
+        mode: str,
+        eager_flush: bool,
+        storage: SimStorage,
+        base_instants: BaseInstants,
+        to_coordinator: Gateway,
+        to_checkpoints: Gateway,
+    ) -> None:
+        self.attempt = attempt
+        self.task = task
+        self.task_id = task.task_id
+        self.writer = writer
+        self.layout = layout
+        self.mode = mode
+        self.eager_flush = eager_flush
+        self.storage = storage
+        self.base_instants = base_instants
+        self.to_coordinator = to_coordinator
+        self.to_checkpoints = to_checkpoints
+        self.mailbox = simpy.Store(attempt.env)
+        self.responses = simpy.Store(attempt.env)
+        self.waiting_for_instant = False
+        self.me = attempt.process_name(f"task-{self.task_id}")
+        self._base_instants: tuple[str, dict[tuple[str, str], str]] | None = None
+        self._log_versions: dict[tuple[str, str, str], int] = {}
+
+    # --- what the other roles call ----------------------------------------------------------
+
+    def receive(self, rows: pa.Table) -> None:
+        """Records from the source: buffered; a full buffer is queued as an eager flush (MOR and
+        inserts; a COPY_ON_WRITE upsert task keeps buffering until the barrier)."""
+        if self.task.add(rows) and self.eager_flush:
+            self.mailbox.put(EagerFlush(self.task.take_buffer()))
+
+    @property
+    def backpressured(self) -> bool:
+        """Waiting for an instant, or a backlog of flushes and barriers."""
+        return self.waiting_for_instant or len(self.mailbox.items) >= BACKLOG_LIMIT
+
+    def inject_barrier(self, checkpoint_id: int) -> None:
+        """The barrier of ``checkpoint_id`` reaches the task, behind the records buffered now."""
+        self.mailbox.put(Barrier(checkpoint_id, self.task.take_buffer()))
+
+    def respond(self, message: InstantResponse) -> None:
+        """Delivery of the coordinator's answer to an instant request."""
+        self.responses.put(message)
+
+    # --- the process ------------------------------------------------------------------------
+
+    def run(self, state: TaskState | None) -> Generator[Any, Any, None]:
+        """The process body, restored from ``state`` (None: a fresh start)."""
+        yield from self.attempt.run(f"task-{self.task_id}", self._process(state))
+
+    def _process(self, state: TaskState | None) -> Generator[Any, Any, None]:
+        epoch, task = self.attempt.epoch, self.task
+        self.to_coordinator.send(BootstrapMessage(epoch, task.restore(state)))
+        while True:
+            message = yield self.mailbox.get()
+            if isinstance(message, EagerFlush):
+                yield from self._flush(message.rows, last_batch=False)
+            elif isinstance(message, Barrier):
+                yield from self._flush(message.rows, last_batch=True)
+                snapshot = task.snapshot_state(message.checkpoint_id)
+                self.attempt.history.ok(
+                    self.me,
+                    "snapshot",
+                    {
+                        "checkpoint": message.checkpoint_id,
+                        "instants": [e.instant for e in snapshot.events],
+                    },
+                )
+                self.to_checkpoints.send(
+                    TaskAck(epoch, self.task_id, message.checkpoint_id, snapshot)
+                )
+                if self.mode == "blocking":
+                    # Blocking generation (every release before 1.1; COPY_ON_WRITE upserts in 1.1):
+                    # the writer holds its records until the coordinator committed the instant it
+                    # just flushed and started the next one (docs/protocol.md section 6.4).
+                    yield from self._wait_for_instant(task.last_checkpoint_id)
+
+    def _flush(self, rows: pa.Table | None, *, last_batch: bool) -> Generator[Any, Any, None]:
+        """Write ``rows`` into the current instant and send the write-metadata event."""
+        epoch, env = self.attempt.epoch, self.attempt.env
+        checkpoint_id = self.task.last_checkpoint_id
+        if rows is None or rows.num_rows == 0:
+            if last_batch:
+                event = WriteMetadataEvent(self.task_id, None, checkpoint_id, (), True, 0)
+                self.to_coordinator.send(EventMessage(epoch, event))
+            return
+        instant = yield from self._wait_for_instant(checkpoint_id)
+        self.attempt.history.invoke(
+            self.me,
+            "flush",
+            {
+                "instant": instant,
+                "checkpoint": checkpoint_id,
+                "records": rows.num_rows,
+                "last_batch": last_batch,
+            },
+        )
+        base_instants = self._legacy_base_instants(instant)
+        # The write takes time and its files appear when it ends: what the writer read at the
+        # start (the legacy rule's base instants) may be stale by then.
+        yield env.timeout(self.storage.latency_for(rows.nbytes))
+        mark = self.storage.usage()
+        stats = write_records(
+            self.writer,
+            Instant(instant, State.INFLIGHT, self.writer.default_action),
+            rows,
+            task_id=self.task_id,
+            layout=self.layout,
+            log_versions=self._log_versions,
+            base_instants=base_instants,
+        )
+        yield env.timeout(self.storage.latency_since(mark))
+        event = WriteMetadataEvent(
+            self.task_id, instant, checkpoint_id, tuple(stats), last_batch, rows.num_rows
+        )
+        self.task.event_sent(event)
+        self.to_coordinator.send(EventMessage(epoch, event))
+        self.attempt.history.ok(self.me, "flush", event.summary())
+
+    def _legacy_base_instants(self, instant: str) -> dict[tuple[str, str], str] | None:
+        """0.x keeps a task's append handles, and the base instant each read when it was opened,
+        for every flush into the same instant (``base_instant`` slicing on MERGE_ON_READ)."""
+        if not (self.layout.file_slicing == "base_instant" and self.layout.is_mor):
+            return None
+        cached = self._base_instants
+        if cached is None or cached[0] != instant:
+            cached = (instant, self.base_instants())
+            self._base_instants = cached
+        return cached[1]
+
+    def _wait_for_instant(self, checkpoint_id: int) -> Generator[Any, Any, str]:
+        """Ask the coordinator until it hands out an instant; the wait is the writer's stall."""
+        env, history = self.attempt.env, self.attempt.history
+        started = env.now
+        refused_at = None  # when the coordinator first said "wait for the commit"
+        self.waiting_for_instant = True
+        history.invoke(self.me, "wait_instant", {"checkpoint": checkpoint_id})
+        while True:
+            self.to_coordinator.send(
+                InstantRequest(self.attempt.epoch, self.task_id, checkpoint_id)
+            )
+            response = yield self.responses.get()
+            if response.instant is not None:
+                break
+            if refused_at is None:
+                refused_at = env.now
+            yield env.timeout(INSTANT_RETRY_MS)
+        self.waiting_for_instant = False
+        history.ok(
+            self.me,
+            "wait_instant",
+            {
+                "instant": response.instant,
+                "checkpoint": checkpoint_id,
+                "blocked_ms": int(env.now - started),
+                "commit_wait_ms": 0 if refused_at is None else int(env.now - refused_at),
+            },
+        )
+        return response.instant
+
+
+__all__ = ["INSTANT_RETRY_MS", "WriteFunction"]

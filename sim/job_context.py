@@ -1,0 +1,57 @@
+"""What the world gives each of its jobs (:class:`JobContext`), and the fault hooks and rates a
+job's roles use, as protocols: a job never sees the world, the nemesis or the other jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import simpy
+
+from scenarios.tables import ProtocolSpec, SimSpec, TableSpec
+from sim.flink.checkpoint_coordinator import CheckpointFaults
+from sim.flink.write_clients import FlinkWriteClients
+from sim.history import HistoryRecorder
+from sim.rng import Rng
+from sim.table_services import TableServices
+
+
+class JobFaults(CheckpointFaults, Protocol):
+    """The nemesis's hooks a job's roles fire: every process names itself when it starts, the
+    checkpoint coordinator asks about checkpoint and notification faults."""
+
+    def name_process(self, name: str) -> None:
+        """The running simpy process is ``name`` in the history."""
+        ...
+
+
+class FaultRates(Protocol):
+    """The ``[faults]`` rates a job's own channels and checkpoints draw."""
+
+    ack_loss: float
+    ack_duplicate: float
+    ack_delay_ms: int
+    checkpoint_failure: float
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What the world gives each of its jobs: the simulation (environment, history, the run's
+    random stream and seed), the scenario's tables the job reads, the fault hooks, the write
+    clients on the table and the table services."""
+
+    env: simpy.Environment
+    history: HistoryRecorder
+    rng: Rng
+    seed: int
+    table: TableSpec
+    protocol: ProtocolSpec
+    sim: SimSpec
+    rates: FaultRates
+    faults: JobFaults
+    clients: FlinkWriteClients
+    services: TableServices
+
+
+__all__ = ["FaultRates", "JobContext", "JobFaults"]
