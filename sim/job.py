@@ -100,9 +100,7 @@ class Job:
         self.checkpoints = CheckpointStore()
         self.position = SourcePosition()
         self.occ_check = context.services.occ_check(spec.concurrency)
-        self.reporter = CommitReporter(
-            self.history, self.process_name("coordinator"), context.services.heartbeat_started
-        )
+        self.reporter = CommitReporter(self.history, self.process_name("coordinator"))
         self.compactor = self._compactor() if self.table_services else None
         self._operator: OperatorCoordinator | None = None
         self._attempt: Attempt | None = None
@@ -238,7 +236,6 @@ class Job:
             precommit=self.reporter.recording_aborts(self.occ_check),
             commit_scope=protocol.commit_scope,
             snapshot_partial_buffers=protocol.snapshot_partial_buffers,
-            on_instant_start=self.reporter.retry_started,
             on_rollback=self.reporter.rolled_back,
         )
 

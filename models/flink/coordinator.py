@@ -161,14 +161,11 @@ class WriteCoordinator:
         precommit: Callable[[Instant, tuple[WriteStat, ...]], None] | None = None,
         commit_scope: str = "all_below",
         snapshot_partial_buffers: bool = False,
-        on_instant_start: Callable[[Instant], None] | None = None,
         on_rollback: Callable[[str, Instant], None] | None = None,
     ) -> None:
         """``precommit(instant, stats)`` runs under the table lock right before the completed
         file is created (OCC conflict checks); raising aborts the commit. ``commit_scope`` and
         ``snapshot_partial_buffers`` are the known-bad variants of the module docstring.
-        ``on_instant_start(instant)`` runs when an OCC retry creates a new instant (start its
-        heartbeat: under LAZY cleaning an instant without one looks failed).
         ``on_rollback(instant_time, rollback)`` runs after the coordinator rolled back an instant
         it dropped with nothing to commit (for the history)."""
         if mode not in COORDINATOR_MODES:
@@ -185,7 +182,6 @@ class WriteCoordinator:
         self.precommit = precommit
         self.commit_scope = commit_scope
         self.snapshot_partial_buffers = snapshot_partial_buffers
-        self.on_instant_start = on_instant_start
         self.on_rollback = on_rollback
         self.buffers: dict[int, EventBuffer] = {}
         self._writing: set[int] = set()  # minibatch: tasks handed the open instant, no event since

@@ -13,8 +13,8 @@ re-commits what it can, then serves:
 - checkpoint-complete notifications (``notifyCheckpointComplete``): commit, stop the committed
   instants' heartbeats, and in the table-services job schedule compaction and archive.
 
-:class:`CommitReporter` turns what the commit path does without asking (an OCC abort, the retry
-under a new instant, the rollback of a dropped instant) into history events of the coordinator.
+:class:`CommitReporter` turns what the commit path does without asking (an OCC abort, the rollback
+of a dropped instant) into history events of the coordinator.
 """
 
 from __future__ import annotations
@@ -83,19 +83,14 @@ class CompactionScheduler(Protocol):
 
 class CommitReporter:
     """Records what the write coordinator's commit path does by itself, for one job and across
-    its attempts: OCC aborts, the retries that redo them, rollbacks of dropped instants.
+    its attempts: OCC aborts and rollbacks of dropped instants.
 
-    An abort is otherwise invisible (the coordinator retries the write under a new instant and
-    only the retry's commit shows), and aborts and their wasted writes are what OCC costs
-    compared with NBCC (``reports/metrics.py``)."""
+    An abort fails the job over (the restart recommits the same instant), and aborts and their
+    wasted writes are what OCC costs compared with NBCC (``reports/metrics.py``)."""
 
-    def __init__(
-        self, history: HistoryRecorder, owner: str, heartbeat_started: Callable[[str], None]
-    ) -> None:
+    def __init__(self, history: HistoryRecorder, owner: str) -> None:
         self.history = history
         self.owner = owner
-        self.heartbeat_started = heartbeat_started
-        self.last_abort: str | None = None  # the instant the OCC check last aborted
 
     def recording_aborts(self, check: PrecommitCheck | None) -> PrecommitCheck | None:
         """``check`` (None without OCC), recording each commit it aborts as an ``abort`` event;
@@ -108,7 +103,6 @@ class CommitReporter:
             try:
                 check(instant, stats)
             except ConcurrentWriteConflict as conflict:
-                self.last_abort = instant.requested_time
                 self.history.info(
                     self.owner,
                     "abort",
@@ -123,14 +117,6 @@ class CommitReporter:
                 raise
 
         return precommit
-
-    def retry_started(self, instant: Instant) -> None:
-        """The coordinator started ``instant`` to redo an aborted write (``on_instant_start``
-        runs for OCC retries only): record it and start its heartbeat."""
-        self.history.info(
-            self.owner, "retry", {"instant": instant.requested_time, "retry_of": self.last_abort}
-        )
-        self.heartbeat_started(instant.requested_time)
 
     def rolled_back(self, instant: str, rollback: Instant) -> None:
         """The coordinator rolled back an instant it dropped with nothing to commit (see

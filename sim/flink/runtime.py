@@ -21,22 +21,19 @@ from typing import Any, Protocol
 
 import simpy
 
-from models.flink.coordinator import CoordinatorError
 from models.storage import FileAlreadyExistsError
-from models.timeline.active import TimelineError
-from models.txn.concurrency import ConcurrentWriteConflict
-from models.write.write_handles import WriteError
+from models.table_errors import HoodieException
 from sim.history import HistoryRecorder
 from sim.network import Channel
 
 JOB_FAILURES: tuple[type[BaseException], ...] = (
-    CoordinatorError,
-    ConcurrentWriteConflict,
+    HoodieException,  # every protocol error of models (Hudi's HoodieException)
     OSError,  # storage write failures, FileAlreadyExistsError (a time collision)
-    TimelineError,
-    WriteError,
 )
-"""Errors that fail a Flink job running Hudi's sink (and restart it), not the simulator."""
+"""Errors that fail a Flink job running Hudi's sink (and restart it), never the simulator: what
+Hudi's ``NonThrownExecutor`` hands to ``context.failJob`` on the coordinator, and what fails a
+task (Flink's ``Task`` reports it to the JobMaster). Anything else is a bug of the testbed and
+ends the run."""
 
 
 class JobControl(Protocol):

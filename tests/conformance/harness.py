@@ -66,7 +66,7 @@ Translations (each port's docstring names the ones it relies on):
   instant, an empty one for ``emptyBootstrap``. Both go to ``handle_bootstrap``.
 - Hudi's coordinator field ``instant`` ("" until the coordinator starts one) is tracked by the
   harness as the newest instant the coordinator started (an instant request answered with an
-  instant that was not pending before, or an OCC retry); ``getEventBuffer()`` is the buffer holding
+  instant that was not pending before); ``getEventBuffer()`` is the buffer holding
   that instant.
 - ``notifyCheckpointAborted``, ``subtaskFailed`` and ``subtaskReset`` are no-ops in Hudi's
   coordinator; the models have no such entry points, so these steps call nothing.
@@ -422,7 +422,6 @@ class CoordinatorDriver:
             operation_type="UPSERT" if self.conf.operation == "upsert" else "INSERT",
             allow_empty_commit=self.conf.allow_empty_commit,
             precommit=self._occ_check() if self.conf.concurrency_mode == "OCC" else None,
-            on_instant_start=self._instant_started,
         )
 
     def _occ_check(self) -> Callable[[Instant, tuple[WriteStat, ...]], None]:
@@ -442,10 +441,6 @@ class CoordinatorDriver:
             own.add(instant.requested_time)
 
         return check
-
-    def _instant_started(self, instant: Instant) -> None:
-        self.instant = instant.requested_time
-        heartbeat.start(self.base.storage, instant.requested_time, self.base.clock.now_ms())
 
     # --- Hudi's context ---------------------------------------------------------------------------
 

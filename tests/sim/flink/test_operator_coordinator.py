@@ -142,10 +142,9 @@ class Stat:
     num_deletes: int = 0
 
 
-def test_the_commit_reporter_records_aborts_retries_and_rollbacks():
+def test_the_commit_reporter_records_aborts_and_rollbacks():
     history = HistoryRecorder(lambda: 0)
-    started: list[str] = []
-    reporter = CommitReporter(history, ME, started.append)
+    reporter = CommitReporter(history, ME)
     assert reporter.recording_aborts(None) is None
     mine = Instant("20260101000000100", State.INFLIGHT, "deltacommit")
     other = Instant("20260101000000050", State.COMPLETED, "deltacommit", "20260101000000200")
@@ -156,11 +155,9 @@ def test_the_commit_reporter_records_aborts_retries_and_rollbacks():
     check = reporter.recording_aborts(conflicting)
     with pytest.raises(ConcurrentWriteConflict):
         check(mine, (Stat(3), Stat(1, 1)))
-    retry = Instant("20260101000000300", State.INFLIGHT, "deltacommit")
-    reporter.retry_started(retry)
     rollback = Instant("20260101000000500", State.REQUESTED, "rollback")
     reporter.rolled_back("20260101000000400", rollback)
-    abort, retried, rolled_back = history.events
+    abort, rolled_back = history.events
     assert (abort.f, abort.value) == (
         "abort",
         {
@@ -171,11 +168,6 @@ def test_the_commit_reporter_records_aborts_retries_and_rollbacks():
             "records": 5,
         },
     )
-    assert (retried.f, retried.value) == (
-        "retry",
-        {"instant": retry.requested_time, "retry_of": mine.requested_time},
-    )
-    assert started == [retry.requested_time]
     assert (rolled_back.type, rolled_back.f, rolled_back.value) == (
         "ok",
         "rollback",
