@@ -126,10 +126,16 @@ class TableServices:
         failed = self._failed_writes("EAGER", set(own))
         yield from self._roll_back(owner, writer, failed)
 
-    def clean_lazily(self, owner: str, writer: TableWriter) -> Generator[Any, Any, None]:
+    def clean_lazily(
+        self, owner: str, writer: TableWriter, *, lock_owner: str | None = None
+    ) -> Generator[Any, Any, None]:
         """LAZY cleaning: roll back, as ``owner`` with ``writer``, every write instant whose
-        heartbeat expired."""
-        yield from self._roll_back(owner, writer, self._failed_writes("LAZY", set()))
+        heartbeat expired. ``lock_owner`` is who takes the table lock (default ``owner``): the
+        table-services process cleans with the coordinator's write client but is a thread of its
+        own, so it must not look like the coordinator to the lock (Hudi's cleaner runs apart from
+        the coordinator's executor)."""
+        failed = self._failed_writes("LAZY", set())
+        yield from self._roll_back(owner, writer, failed, lock_owner=lock_owner)
 
     def _failed_writes(self, policy: str, own: set[str]) -> list[Instant]:
         """The write instants ``policy`` rolls back now (:mod:`models.write.heartbeat`)."""
@@ -144,14 +150,19 @@ class TableServices:
         )
 
     def _roll_back(
-        self, owner: str, writer: TableWriter, failed: list[Instant]
+        self,
+        owner: str,
+        writer: TableWriter,
+        failed: list[Instant],
+        *,
+        lock_owner: str | None = None,
     ) -> Generator[Any, Any, None]:
         for instant in failed:
             self.history.invoke(owner, "rollback", {"instant": instant.requested_time})
             done = yield from drive(
                 self.env,
                 rollback.rollback(self.table, writer, instant, writer.time_generator),
-                owner=owner,
+                owner=lock_owner or owner,
             )
             self.heartbeat_stopped(instant.requested_time)
             self.history.ok(
@@ -186,7 +197,11 @@ class TableServices:
             yield self.env.timeout(self.sim.heartbeat_interval_ms)
             self.refresh_heartbeats()
             if self.policy == "LAZY":
-                yield from self.clean_lazily(coordinator.me, coordinator.writer)
+                yield from self.clean_lazily(
+                    coordinator.me,
+                    coordinator.writer,
+                    lock_owner=attempt.process_name("table-services"),
+                )
 
     # --- OCC -----------------------------------------------------------------------------------
 
