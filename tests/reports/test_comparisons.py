@@ -46,7 +46,7 @@ def test_occ_vs_nbcc_uses_the_waste_metrics_and_says_when_they_are_missing(runs,
     (old / "result.json").write_text(json.dumps(result))
     figure = plot_occ_vs_nbcc(old, runs["nbcc"], tmp_path / "old")
     assert "OCC (occ_contention" in figure.caption
-    assert figure.caption.count("not measured") >= 3
+    assert figure.caption.count("not measured") >= 2  # failovers were always measured
 
 
 def test_truetime_wait_is_recorded_and_grows_with_the_bound(runs):

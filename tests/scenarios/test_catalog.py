@@ -43,7 +43,7 @@ EXPECTED = {
     "uncommitted_log_anchor": ("no_data_loss", "slicing"),
     "archived_completion_miss": ("no_data_loss", "slicing"),
     "cow_async_upsert": ("no_data_loss", "merge_convergence"),
-    "occ_contention": (),
+    "occ_contention": ("exactly_once", "liveness"),
     "partial_updates_two_streams": (),
     "partial_update_row_merge": ("no_data_loss", "merge_convergence"),
     "large_table": (),
@@ -114,5 +114,8 @@ def test_known_bad_variants_are_the_ones_expected_to_fail() -> None:
                 )
                 for job in scenario.jobs
             )
+            # OCC between Flink jobs on the same file groups: a conflict fails a job over and
+            # its recommit conflicts again for good (apache/hudi#19046)
+            or sum(job.concurrency == "occ" for job in scenario.jobs) > 1
         )
         assert bool(scenario.expect.violations) == bad_protocol, path.stem
