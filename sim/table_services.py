@@ -216,21 +216,7 @@ class TableServices:
         writers' is what apache/hudi#19024 asks of the restarted Flink writer."""
         if concurrency_mode != "occ":
             return None
-        table = self.table
-        own: set[str] = set()
-
-        def check(instant: Instant, stats: tuple[Any, ...]) -> None:
-            concurrency.ensure_no_conflict(
-                table.timeline(),
-                table,
-                instant,
-                concurrency.touched_file_groups(stats),
-                predecessors=own,
-                appended=concurrency.appended_file_groups(stats),
-            )
-            own.add(instant.requested_time)
-
-        return check
+        return concurrency.precommit_check(self.table)
 
 
 __all__ = ["TableServices"]

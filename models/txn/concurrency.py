@@ -62,7 +62,7 @@ lock hold (e.g. as the writer's pre-commit hook) so no instant can complete in b
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING
 
 from models.format.commit_metadata import WriteStat
@@ -214,3 +214,26 @@ def ensure_no_conflict(
     if found:
         other, overlap = found[0]
         raise ConcurrentWriteConflict(instant, other, overlap)
+
+
+def precommit_check(
+    table: HudiTable, own: set[str] | None = None
+) -> Callable[[Instant, tuple[WriteStat, ...]], None]:
+    """One write client's OCC check, run under the commit lock right before an instant completes
+    (``BaseHoodieWriteClient.preCommit`` -> ``resolveWriteConflict``): raises
+    :class:`ConcurrentWriteConflict`, else adds the instant to ``own``, the client's instants
+    that passed the check before (its predecessors, see the module docstring)."""
+    mine = own if own is not None else set()
+
+    def check(instant: Instant, stats: tuple[WriteStat, ...]) -> None:
+        ensure_no_conflict(
+            table.timeline(),
+            table,
+            instant,
+            touched_file_groups(stats),
+            predecessors=mine,
+            appended=appended_file_groups(stats),
+        )
+        mine.add(instant.requested_time)
+
+    return check

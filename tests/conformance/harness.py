@@ -426,21 +426,7 @@ class CoordinatorDriver:
 
     def _occ_check(self) -> Callable[[Instant, tuple[WriteStat, ...]], None]:
         """``sim/table_services.py``'s ``precommit_hook``: the OCC check under the commit lock."""
-        table = self.base.table
-        own = self.own_commits
-
-        def check(instant: Instant, stats: tuple[WriteStat, ...]) -> None:
-            concurrency.ensure_no_conflict(
-                table.timeline(),
-                table,
-                instant,
-                concurrency.touched_file_groups(stats),
-                predecessors=own,
-                appended=concurrency.appended_file_groups(stats),
-            )
-            own.add(instant.requested_time)
-
-        return check
+        return concurrency.precommit_check(self.base.table, self.own_commits)
 
     # --- Hudi's context ---------------------------------------------------------------------------
 
