@@ -1,7 +1,7 @@
 """Real Hudi tables on local disk, written by the testbed's own writer the way the simulator
 writes them, and the raw pyarrow writes they are compared with.
 
-The simulator's write path (``sim/job.py``): a write task's flush goes through
+The simulator's write path (``sim/flink/write_function.py``): a write task's flush goes through
 :func:`models.flink.write_task.write_records` (bucket index: one file group per (partition, bucket),
 parquet log blocks on MERGE_ON_READ), the coordinator commits the write statuses, and compaction
 merges each slice into a base file (:meth:`models.write.writer.TableWriter.write_base_file`). Here the
