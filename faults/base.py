@@ -11,7 +11,7 @@ of the testbed needs about it, so adding a kind touches its module, its test and
   the timed kinds, through the narrow :class:`NemesisPort`);
 - the history event it records (``nemesis`` process, event ``f``);
 - the ``[faults]`` rate keys that make random faults of it, and how ``testbed explore`` draws
-  schedule entries of it instead (:meth:`FaultKind.plans`, :meth:`FaultKind.draw_options`);
+  schedule entries of it instead (:meth:`FaultKind.wanted`, :meth:`FaultKind.draw_options`);
 - how a random fault of it is read back from a history as a schedule entry
   (:meth:`FaultKind.from_event`), which is what ``minimize`` starts from;
 - its mark on the swimlane plot.
