@@ -121,9 +121,28 @@ def finished_runs(out: Path, stale: Path | None = None, *, at_least: int = 1) ->
     return ready
 
 
+def without_spark_worker_tracebacks(err: str) -> str:
+    """``err`` without the tracebacks PySpark's own Python workers print (frames in
+    ``pyspark/daemon.py`` or ``pyspark.zip``): when Ctrl-C cancels a Spark job, the JVM closes the
+    socket of a worker still reading its task and the worker prints a ``ConnectionResetError``
+    through the inherited stderr. Nothing of the testbed's; every other traceback stays."""
+    kept: list[str] = []
+    block: list[str] | None = None
+    for line in err.splitlines():
+        if "Traceback (most recent call last):" in line or block is not None:
+            block = [*(block or []), line]
+            if line[:1] not in (" ", "\t") and "Traceback (most recent call last):" not in line:
+                if not any("pyspark/daemon.py" in b or "pyspark.zip/" in b for b in block):
+                    kept += block
+                block = None
+            continue
+        kept.append(line)
+    return "\n".join(kept + (block or []))
+
+
 def assert_suite_interrupted(out: Path, planned: int, code: int, err: str) -> dict[str, Any]:
     assert code == 130, err
-    assert "Traceback" not in err, err
+    assert "Traceback" not in without_spark_worker_tracebacks(err), err
     summary = json.loads((out / "summary.json").read_text())
     assert summary["interrupted"] is True and summary["ok"] is False
     assert summary["finished"] == len(summary["runs"]) >= 1
@@ -176,7 +195,7 @@ def test_suite_on_spark(tiny, tmp_path):  # a JVM start and Spark's stop: about 
 
 def assert_sweep_interrupted(out: Path, count: int, code: int, err: str) -> dict[str, Any]:
     assert code == 130, err
-    assert "Traceback" not in err, err
+    assert "Traceback" not in without_spark_worker_tracebacks(err), err
     summary = json.loads((out / "summary.json").read_text())
     assert summary["interrupted"] is True and summary["ok"] is False
     assert summary["finished"] == summary["runs"] >= 1
