@@ -12,17 +12,18 @@ coordinator), :class:`~models.flink.write_task.WriteTask` plus
 :class:`~models.write.writer.TableWriter` on an :class:`~models.storage.InMemoryStorage` table,
 TrueTime over a :class:`~models.ports.FakeClock`; every effect generator is carried out by
 :func:`models.ports.run`. No simpy. What Flink and Hudi's mocks supply, the harness supplies, the
-way ``sim/job.py`` does for a real run:
+way the simulator (``sim/flink/``) does for a real run:
 
 - **The operator-event gateway.** A task's events are queued (``MockOperatorEventGateway``) and
   reach the coordinator only when a step hands them over (``assert_next_event``, ``handle_events``),
   as in Hudi's harness.
 - **The coordinator's executor and context** (``MockCoordinatorExecutor`` +
   ``MockOperatorCoordinatorContext``): a coordinator action that raises one of the exceptions
-  ``sim/job.py`` treats as a job failure (:data:`JOB_FAILURES`) is recorded as a failed job and
+  the simulator treats as a job failure (``sim.flink.runtime.JOB_FAILURES``: every
+  ``HoodieException``, and ``OSError``) is recorded as a failed job and
   never reaches the caller (Hudi's ``failJob``). Any other exception escapes: in the simulator it
   would be a traceback instead of a verdict.
-- **The write function's flush** is ``sim/job.py``'s ``_flush``: a flush with records asks the
+- **The write function's flush** is the simulator's (``sim/flink/write_function.py``): a flush with records asks the
   coordinator for an instant with the task's last snapshotted checkpoint id, writes the files and
   sends a ``WriteMetadataEvent``; an empty last batch sends an event with no instant and asks for
   none. A request the coordinator answers with ``None`` (the blocking-mode commit guard) blocks in
@@ -35,13 +36,13 @@ way ``sim/job.py`` does for a real run:
   that many records, the harness flushes at once, for every table type and operation, as Hudi's
   ``StreamWriteFunction.flushBucket`` does; the model's :meth:`WriteTask.take_buffer` then flushes
   every bucket, Hudi only the full one (no ported test buffers two buckets at that moment).
-  ``sim/job.py`` flushes eagerly only on MERGE_ON_READ or insert jobs.
+  the simulator flushes eagerly only on MERGE_ON_READ or insert jobs.
 - **Operator state** (``MockStateInitializationContext``): ``checkpoint(n)`` stores the task's
   :class:`~models.flink.write_task.TaskState` as the list state and the coordinator's
   :class:`~models.flink.event_buffers.CoordinatorState` as checkpoint ``n``; as in Hudi's mock, a
   restarted task restores the state of the last *begun* checkpoint.
 - **A restarted write task** is a new :class:`WriteTask` restored from that state, with a new
-  log-version memory, as ``sim/job.py`` relaunches one.
+  log-version memory, as the simulator relaunches one.
 - **Heartbeats and the OCC check** are wired as ``sim/table_services.py`` wires them: a heartbeat
   file when a new instant starts, deleted when it commits; ``concurrency = "OCC"`` installs
   :func:`models.txn.concurrency.ensure_no_conflict` as the commit's pre-commit hook.
@@ -89,7 +90,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from models.flink.coordinator import CommitResult, CoordinatorError, WriteCoordinator
+from models.flink.coordinator import CommitResult, WriteCoordinator
 from models.flink.event_buffers import CoordinatorState, EventBuffer
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.flink.write_task import FileLayout, TaskState, WriteTask, write_records
@@ -98,29 +99,19 @@ from models.format.properties import COPY_ON_WRITE, MERGE_ON_READ
 from models.format.records import bucket_ids
 from models.ports import FakeClock, FakeWorld, LocalLock, Steps, run
 from models.storage import InMemoryStorage, join
-from models.timeline.active import TimelineError
 from models.timeline.instant import Instant, State
 from models.timeline.truetime import make_time_generator
 from models.txn import concurrency
-from models.txn.concurrency import ConcurrentWriteConflict
 from models.view.filenames import FileNameError, parse_base_file_name
 from models.view.fsview import latest_file_slices
 from models.view.reader import read_snapshot
 from models.view.table import HudiTable
 from models.write import heartbeat
 from models.write.table_init import create_table
-from models.write.write_handles import WriteError
 from models.write.writer import TableWriter
+from sim.flink.runtime import JOB_FAILURES  # what fails the job over: Hudi's failJob
 
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
-JOB_FAILURES: tuple[type[BaseException], ...] = (
-    CoordinatorError,
-    ConcurrentWriteConflict,
-    OSError,
-    TimelineError,
-    WriteError,
-)
-"""What ``sim/job.py`` (``JOB_FAILURES``) turns into a job failover; Hudi's ``failJob``."""
 
 HUDI_1_1 = "Hudi 1.1 (master at the release-1.1.0 cut, 4f80914b)"
 HUDI_LATEST = "Hudi latest (TestStreamWriteOperatorCoordinator, read_file id 70214737223)"
@@ -450,7 +441,7 @@ class CoordinatorDriver:
             return None
 
     def _commits(self, results: list[CommitResult] | None) -> list[CommitResult]:
-        for result in results or []:  # sim/job.py: the committed instant's heartbeat stops
+        for result in results or []:  # as the simulator: the committed instant's heartbeat stops
             heartbeat.stop(self.base.storage, result.instant.requested_time)
         return results or []
 
@@ -603,7 +594,8 @@ class WritePipeline:
             step()
 
     def _flush(self, rows: pa.Table | None, *, last_batch: bool) -> None:
-        """``sim/job.py``'s ``_flush``: an instant for the records, the files, the event."""
+        """The simulator's flush (``sim/flink/write_function.py``): an instant for the records,
+        the files, the event."""
         task = self.task
         checkpoint_id = task.last_checkpoint_id
         if rows is None or rows.num_rows == 0:

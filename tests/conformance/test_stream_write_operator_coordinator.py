@@ -97,12 +97,6 @@ def test_checkpoint_and_restore(h: CoordinatorHarness, restart_coordinator: bool
     h.after()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an event for a malformed instant ('abc') raises InstantTimeError out of "
-    "WriteCoordinator.handle_event (not a job failure: a traceback in the simulator); Hudi's "
-    "checkState fails the job (note C24)",
-)
 def test_receive_invalid_event(h: CoordinatorHarness) -> None:
     """``TestStreamWriteOperatorCoordinator#testReceiveInvalidEvent``, Hudi 1.1 (4f80914b) / latest
     (note 10.5). ``assertError`` = the recorded job failure."""

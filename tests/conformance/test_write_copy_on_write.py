@@ -36,7 +36,7 @@ BATCH_SIZE_RECORDS = 3
 """``BATCH_SIZE_MB = 0.00013``: "to trigger buffer flush with batch size exceeded by 3 rows"."""
 
 EMPTY_FLUSH_REQUESTS_NO_INSTANT = (
-    "an empty last batch asks for no instant (sim/job.py _flush), so its event joins no buffer "
+    "an empty last batch asks for no instant (the simulator's flush), so its event joins no buffer "
     "and no instant is committed for the checkpoint; Hudi 1.1 requests an instant at every "
     "checkpoint and reports the empty batch into it (note W14)"
 )
