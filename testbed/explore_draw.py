@@ -196,8 +196,9 @@ def candidates(
 
 def candidate_scenario(base: Scenario, candidate: Candidate, *, description: str = "") -> Scenario:
     """The scenario a candidate runs: the base with the candidate's seed, duration and schedule
-    (after any entries the base already had), random rates 0, in memory, named
-    ``<name>_counterexample`` (the name is part of the history, so it is set before running)."""
+    (after the entries the base already had that fall inside the run), random rates 0, in memory,
+    named ``<name>_counterexample`` (the name is part of the history, so it is set before
+    running)."""
     data = base.model_dump(mode="json")
     info = data["scenario"]
     info.update(seed=candidate.seed, duration_s=candidate.duration_s)
@@ -208,5 +209,7 @@ def candidate_scenario(base: Scenario, candidate: Candidate, *, description: str
     data["table"]["storage"] = "memory"
     faults = data["faults"]
     faults.update(dict.fromkeys(RANDOM_RATES, 0))
-    faults["schedule"] = [*faults["schedule"], *candidate.entries()]
+    # the base's own entries past a shortened run could never fire (faults stop at the drain)
+    own = [entry for entry in faults["schedule"] if entry["at_s"] < candidate.duration_s]
+    faults["schedule"] = [*own, *candidate.entries()]
     return validate_scenario(data, f"<explore of {base.scenario.name}>")

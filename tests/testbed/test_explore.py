@@ -196,6 +196,10 @@ def test_hand_placed_entries_are_kept_before_the_drawn_ones():
         ("crash", "ingest/task-1"),
         ("lose_ack", "ingest"),
     ]
+    # a run shortened below a hand-placed entry leaves it out (it could not fire) instead of
+    # failing validation: explore ended in a traceback on such a scenario
+    shorter = candidate_scenario(base, Candidate(5, 3.0, drawn))
+    assert [(e.kind, e.target) for e in shorter.faults.schedule] == [("lose_ack", "ingest")]
 
 
 # --- the search, over a fake simulation --------------------------------------------------------
