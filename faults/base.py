@@ -23,7 +23,7 @@ This package sits below ``scenarios`` (the scenario format needs every kind's ke
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
@@ -124,8 +124,8 @@ class NemesisPort(Protocol):
     def record(self, event: str, value: dict[str, Any], index: int | None) -> None:
         """Record a ``nemesis`` history event (``index``: the schedule entry behind it)."""
 
-    def crash(self, target: str) -> bool:
-        """Fail the target's job as a crash of ``target``; whether it was already restarting."""
+    def crash(self, target: str) -> None:
+        """Fail the target's job as a crash of ``target``."""
 
     def jump_clock(self, target: str, delta_ms: int) -> int:
         """Step the target's clock by ``delta_ms``; its skew afterwards."""
@@ -155,7 +155,7 @@ class FaultKind:
     """Entries name a ``checkpoint`` of a job (ACK and checkpoint kinds) rather than a time."""
     size_option: str | None = None
     """The option explore draws largest first, bounded by :attr:`Plan.bound`."""
-    signed_size: bool = field(default=False)
+    signed_size: bool = False
     """The size option may be negative (drawn with a random sign)."""
 
     def option(self, name: str) -> Option | None:

@@ -152,11 +152,9 @@ class Nemesis:
     def job_restarting(self, target: str) -> bool:
         return bool(self._job_of(target).failing)
 
-    def crash(self, target: str) -> bool:
+    def crash(self, target: str) -> None:
         job = self._job_of(target)
-        restarting = bool(job.failing)
         job.fail(job.epoch, f"{target} crashed")
-        return restarting
 
     def pause(self, target: str, duration_ms: int) -> None:
         if not isinstance(self.env, PausableEnvironment):
