@@ -15,6 +15,7 @@ from faults import (
     fail_checkpoint,
     lose_ack,
     pause,
+    rescale,
     storage_failure,
 )
 from faults.base import FaultKind, Hook
@@ -28,6 +29,7 @@ KINDS: tuple[FaultKind, ...] = (
     clock_jump.KIND,
     storage_failure.KIND,
     pause.KIND,
+    rescale.KIND,
 )
 """Every kind, in the order the nemesis applies notification kinds (a lost notification is not
 also delayed or duplicated) and explore draws them."""

@@ -125,7 +125,12 @@ class NemesisPort(Protocol):
         """Record a ``nemesis`` history event (``index``: the schedule entry behind it)."""
 
     def crash(self, target: str) -> None:
-        """Fail the target's job as a crash of ``target``."""
+        """Fail the target's job as a crash of ``target``: a write task's is a task failure
+        (its region restarts, or the whole job under ``failover = "full"``), the coordinator's
+        a JobManager failover."""
+
+    def rescale(self, target: str, writers: int) -> None:
+        """Restart the target job from its last checkpoint with ``writers`` write tasks."""
 
     def jump_clock(self, target: str, delta_ms: int) -> int:
         """Step the target's clock by ``delta_ms``; its skew afterwards."""

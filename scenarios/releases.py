@@ -104,16 +104,83 @@ PRESETS: dict[str, dict[str, Preset]] = {
         "1.0": Preset(
             False,
             "1.0.0's checkpointCoordinator stores no buffers (empty bytes), so apache/hudi#19215 "
-            "cannot happen; the real rule",
+            "cannot happen; modelled as the fixed rule",
         ),
         "1.1": Preset(
             True,
             "apache/hudi#19215: EventBuffers.getAllCompletedEvents keeps buffers whose slots are "
-            "null or last batches, all-null ones included (1.1.0 cut 4f80914b; reported on 1.1.1)",
+            "null or last batches, all-null ones included (1.1.0 cut 4f80914b; reported on "
+            "1.1.1)",
         ),
         "latest": Preset(
             False,
             "fixed by apache/hudi#19237 (2026-07): only complete buffers are checkpointed",
+        ),
+    },
+    "reset_recommit": {
+        "1.0": Preset(
+            "immediate",
+            "1.0.0's resetToCheckpoint is a no-op and its restarted tasks always re-send their "
+            "events (d2aef6dd), so nothing waits on a reset; modelled as apache/hudi#19237's rule",
+        ),
+        "1.1": Preset(
+            "next_notification",
+            "apache/hudi#19215: 1.1's resetToCheckpoint only puts the restored buffers; they "
+            "are committed by the next notification (4f80914b)",
+        ),
+        "latest": Preset(
+            "immediate",
+            "fixed by apache/hudi#19237 (2026-07): a reset on a started coordinator recommits",
+        ),
+    },
+    "restored_checkpoint_id": {
+        "1.0": Preset(
+            "attempt_gt_0",
+            "1.0.0 has no checkpoint-keyed buffers (one buffer per instant, d2aef6dd); modelled "
+            "with 1.1's initCheckpointId (apache/hudi#19922)",
+        ),
+        "1.1": Preset(
+            "attempt_gt_0",
+            "apache/hudi#19922: AbstractStreamWriteFunction#initCheckpointId adopts the restored "
+            "id only at attempt > 0 of the same job (4f80914b)",
+        ),
+        "latest": Preset(
+            "always",
+            "fixed by apache/hudi#19952 (2026-09): a restored task always adopts the restored id",
+        ),
+    },
+    "restored_events_resend": {
+        "1.0": Preset(
+            "every_attempt",
+            "1.0.0's AbstractStreamWriteFunction#restoreWriteMetadata re-sends every pending "
+            "restored event whatever the attempt (d2aef6dd); 1.1 stopped (HUDI-9570)",
+        ),
+        "1.1": Preset(
+            "attempt_0",
+            "1.1's sendBootstrapEvent sends an empty bootstrap at attempt > 0 (4f80914b; the "
+            "restart HUDI-9570, apache/hudi#13530, describes)",
+        ),
+        "latest": Preset(
+            "attempt_0",
+            "unchanged after 1.1 (apache/hudi#19237 recommits on the coordinator side only); a "
+            "hazard the testbed finds (restart_before_bootstrap), not reported upstream",
+        ),
+    },
+    "checkpoint_deferred_recommits": {
+        "1.0": Preset(
+            False,
+            "1.0.0 has no deferred recommit (d2aef6dd: the bootstrap waits for every task); "
+            "modelled with 1.1's rule (apache/hudi#19922)",
+        ),
+        "1.1": Preset(
+            False,
+            "apache/hudi#19922: getAllCompletedEvents leaves out a buffer of bootstrap events "
+            "(4f80914b)",
+        ),
+        "latest": Preset(
+            True,
+            "open in Hudi (testDeferredRecommitSurvivesAnotherRestart is @Disabled); the remedy "
+            "proposed in the review of apache/hudi#19952",
         ),
     },
     "partial_update_merge": {

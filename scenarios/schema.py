@@ -39,6 +39,7 @@ from scenarios.faults import (
 )
 from scenarios.fields import INVARIANTS, MAX_RECORDS, Spec, check_column_name_at
 from scenarios.tables import (
+    FINDING_TAG,
     LARGE_TAG,
     PROTOCOL_VARIANTS,
     SCENARIO_TAGS,
@@ -53,6 +54,7 @@ from scenarios.tables import (
 
 __all__ = [
     "FAULT_KINDS",
+    "FINDING_TAG",
     "INVARIANTS",
     "LARGE_TAG",
     "PROTOCOL_VARIANTS",

@@ -29,11 +29,13 @@ from scenarios.releases import LATEST, RELEASES, Release, preset_values
 # the tables
 
 
-ScenarioTag = Literal["large"]
+ScenarioTag = Literal["large", "finding"]
 SCENARIO_TAGS: tuple[str, ...] = get_args(ScenarioTag)
 """Tags a ``[scenario] tags`` list may use (docs/scenarios.md)."""
 LARGE_TAG = "large"
 """A scenario too big for the default suites and test runs (it is run by name)."""
+FINDING_TAG = "finding"
+"""A scenario that runs Hudi's own rules and expects a violation: a hazard the testbed found."""
 
 
 class ScenarioInfo(Spec):
@@ -117,6 +119,10 @@ class JobSpec(Spec):
     """Schedule a compaction after this many delta commits (MERGE_ON_READ)."""
     concurrency: Literal["nbcc", "occ"] = "nbcc"
     """Concurrency control between jobs: non-blocking (NBCC) or optimistic (OCC)."""
+    failover: Literal["region", "full"] = "region"
+    """Flink's ``jobmanager.execution.failover-strategy``: a failed write task restarts its
+    region, the coordinator keeping its state (region, Flink's default), or the whole job with
+    the coordinator reset to the checkpoint (full)."""
     columns: Annotated[tuple[ColumnName, ...], Field(strict=False)] = ()
     """Multi-stream partial updates (docs/protocol.md section 5.3): the column group this job writes (its records
     carry only these columns besides key, part, ts, offset, job); empty: whole records. When one
@@ -157,8 +163,25 @@ class ProtocolSpec(Spec):
     (all_below, Flink's subsume contract), or only the newest, dropping those whose ACK was lost."""
     snapshot_partial_buffers: bool = False
     """The coordinator's checkpoint keeps only fully received event buffers (false), or also ones
-    still being filled (true: apache/hudi#19215, a global failover commits them half and loses
-    the rest)."""
+    whose slots are empty or last batches (true: Hudi 1.1, apache/hudi#19215: a buffer stored
+    empty overwrites the filled one on a global failover and its instant is dropped)."""
+    reset_recommit: Literal["immediate", "next_notification"] = "immediate"
+    """A global failover's reset re-commits the restored instants at once (immediate:
+    apache/hudi#19237), or leaves them to the next notification (Hudi 1.1, which with
+    snapshot_partial_buffers loses a completed checkpoint's data: apache/hudi#19215)."""
+    restored_checkpoint_id: Literal["always", "attempt_gt_0"] = "always"
+    """A restored write task takes the restored checkpoint id as its own always (apache/hudi#19952)
+    or only at attempt > 0 (Hudi 1.1: after a JobManager failover or a rescale it asks for
+    instants under -1 and can be handed a restored instant: apache/hudi#19922)."""
+    restored_events_resend: Literal["attempt_0", "every_attempt"] = "attempt_0"
+    """A restarted write task re-sends the pending events of its restored state only when Flink
+    deployed it afresh (attempt_0: Hudi 1.1 and later, which loses them when a task restarts
+    before its attempt-0 bootstrap reached a new coordinator) or at every attempt
+    (every_attempt: Hudi 1.0)."""
+    checkpoint_deferred_recommits: bool = True
+    """The coordinator's checkpoint keeps a restored instant waiting for its deferred recommit
+    (true: the remedy proposed on apache/hudi#19922), or drops it (false: every Hudi release; a
+    second restart before the deferred commit loses the batch)."""
     partial_update_merge: Literal["column_group", "row"] = "column_group"
     """Multi-stream partial updates (jobs with ``columns``): merge each column group by its own
     ordering value (column_group, the real rule: PartialUpdateAvroPayload with HUDI-4882's

@@ -18,12 +18,13 @@ fires and its :class:`sim.flink.runtime.Attempt` (through which it fails the job
 events and its ACKs share one FIFO channel to the job manager; the coordinator answers each task
 over a channel of its own; notifications travel over a lossy, reordering one.
 
-Failover (any task or coordinator error, a failed or timed-out checkpoint, a crash): Flink's
-restart-all strategy. Every process of the attempt is interrupted (locks they held are released
-by the driver), messages in flight are dropped, and after ``restart_delay_ms`` a new attempt
-restores the last completed checkpoint. What outlives an attempt, as in Flink: the checkpoint
-store and id counter, the source's offsets, the compaction schedule, and the OCC check's record
-of the job's own commits.
+Failover: every process of the attempt is interrupted (locks they held are released by the
+driver), messages in flight are dropped, and after ``restart_delay_ms`` a new attempt restores
+the last completed checkpoint along the restart path of what failed (:mod:`sim.restart`): a
+region or global failover keeps the operator coordinator (its write coordinator and mailbox),
+a JobManager failover or a rescale builds a new one. What outlives an attempt, as in Flink: the
+checkpoint store and id counter, the source's offsets, the compaction schedule, and the OCC
+check's record of the job's own commits.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from models.flink.coordinator import WriteCoordinator
+from models.flink.coordinator import RestoreRules, WriteCoordinator
 from models.flink.write_task import FileLayout, WriteTask
 from models.format.records import ORDERING_FIELD, RecordSource
 from scenarios.tables import JobSpec
@@ -49,6 +50,7 @@ from sim.flink.write_function import WriteFunction
 from sim.job_context import JobContext
 from sim.messages import CompletedCheckpoint
 from sim.network import Channel
+from sim.restart import failover_path, keeps_coordinator, restored_task_states, start_event
 
 
 class Job:
@@ -94,6 +96,8 @@ class Job:
             ack_delay_ms=context.rates.ack_delay_ms,
         )
         self.epoch = 0
+        self.task_attempt = 0  # the write tasks' Flink attempt number
+        self.job_id = 0  # Flink's job id: a rescale submits the job anew
         self.failing = False
         self.draining = False
         self.drained = self.env.event()
@@ -138,12 +142,15 @@ class Job:
 
     def start(self) -> None:
         """Start the first attempt, from scratch."""
-        self._launch(None)
+        self._launch(None, "jobmanager")
 
-    def _launch(self, checkpoint: CompletedCheckpoint | None) -> None:
-        """Start a new execution attempt restored from ``checkpoint`` (None: from scratch)."""
+    def _launch(self, checkpoint: CompletedCheckpoint | None, path: str) -> None:
+        """Start a new execution attempt restored from ``checkpoint`` (None: from scratch) along
+        restart ``path`` (:data:`sim.restart.RESTART_PATHS`)."""
         self.epoch += 1
         self.failing = False
+        kept = keeps_coordinator(path) and self._operator is not None
+        self.task_attempt = self.task_attempt + 1 if kept else 0
         self.position.offset = checkpoint.source_offset if checkpoint else 0
         attempt = Attempt(
             self.env,
@@ -154,7 +161,12 @@ class Job:
             name_process=self.context.faults.name_process,
         )
         self._attempt = attempt
-        coordinator = self._operator_coordinator(attempt)
+        if kept:
+            assert self._operator is not None
+            coordinator = self._operator
+            coordinator.rebind(attempt)
+        else:
+            coordinator = self._operator_coordinator(attempt)
         to_jm = [self._channel(f"task-{i}->jm") for i in range(self.parallelism)]
         to_task = [self._channel(f"jm->task-{i}") for i in range(self.parallelism)]
         draining, rates = self.draining, self.context.rates
@@ -177,9 +189,10 @@ class Job:
         ]
         for i, task in enumerate(tasks):
             coordinator.subtask_ready(i, Gateway(to_task[i], task.respond))
-        self._record_start(checkpoint)
-        task_states = checkpoint.tasks if checkpoint else (None,) * self.parallelism
-        attempt.start(coordinator.run(checkpoint.coordinator if checkpoint else None))
+        self._record_start(checkpoint, path)
+        task_states = restored_task_states(checkpoint, self.parallelism)
+        step = path if kept else "start"
+        attempt.start(coordinator.run(checkpoint.coordinator if checkpoint else None, step))
         for task, state in zip(tasks, task_states, strict=True):
             attempt.start(task.run(state))
         attempt.start(self._source(attempt, tasks).run())
@@ -188,18 +201,32 @@ class Job:
             loop = self.context.services.service_loop(attempt, self.compactor, coordinator)
             attempt.spawn("table-services", loop)
 
-    def fail(self, epoch: int, cause: str) -> None:
-        """Fail the job over (called from any of its processes): restore the last checkpoint."""
+    def fail(
+        self, epoch: int, cause: str, *, failed_task: int | None = None, path: str | None = None
+    ) -> None:
+        """Fail the job over (called from any of its processes): restore the last checkpoint
+        along ``path`` (:data:`sim.restart.RESTART_PATHS`; None: chosen by what failed)."""
         if epoch != self.epoch or self.failing:
             return
+        path = path or failover_path(failed_task, self.spec.failover)
         self.failing = True
         restore = self.completed.checkpoint_id if self.completed else None
         self.history.info(
-            self.name, "failover", {"epoch": epoch, "cause": cause, "restore": restore}
+            self.name,
+            "failover",
+            {"epoch": epoch, "cause": cause, "restore": restore, "path": path},
         )
-        self.env.process(self._failover(epoch))
+        self.env.process(self._failover(epoch, path))
 
-    def _failover(self, epoch: int) -> Generator[Any, Any, None]:
+    def rescale(self, writers: int) -> None:
+        """Stop the job and restart it from its last checkpoint with ``writers`` write tasks."""
+        if self.failing:
+            return
+        previous, self.parallelism = self.parallelism, writers
+        self.job_id += 1
+        self.fail(self.epoch, f"rescale from {previous} to {writers} writers", path="rescale")
+
+    def _failover(self, epoch: int, path: str) -> Generator[Any, Any, None]:
         assert self._attempt is not None
         for process in self._attempt.processes:
             if process.is_alive and process is not self.env.active_process:
@@ -208,7 +235,7 @@ class Job:
             channel.cancel_pending()
         yield self.env.timeout(self.context.sim.restart_delay_ms)
         if self.epoch == epoch:
-            self._launch(self.completed)
+            self._launch(self.completed, path)
 
     # --- the roles of an attempt -----------------------------------------------------------------
 
@@ -235,7 +262,11 @@ class Job:
             operation_type=self.operation_type,
             precommit=self.reporter.recording_aborts(self.occ_check),
             commit_scope=protocol.commit_scope,
-            snapshot_partial_buffers=protocol.snapshot_partial_buffers,
+            restore_rules=RestoreRules(
+                snapshot_partial_buffers=protocol.snapshot_partial_buffers,
+                reset_recommit=protocol.reset_recommit,
+                checkpoint_deferred_recommits=protocol.checkpoint_deferred_recommits,
+            ),
             on_rollback=self.reporter.rolled_back,
         )
 
@@ -249,13 +280,17 @@ class Job:
             operation=self.spec.operation,
             merge_mode=clients.table.config.merge_mode or "EVENT_TIME_ORDERING",
             persist_write_meta=self.context.protocol.persist_write_meta,
+            restored_checkpoint_id=self.context.protocol.restored_checkpoint_id,
+            restored_events_resend=self.context.protocol.restored_events_resend,
+            job_id=self.job_id,
         )
         return WriteFunction(
             attempt,
             task,
-            clients.task_writer(self.index + 1),
+            clients.task_writer(self.index + 1, self.task_attempt),
             layout=self.layout,
             mode=self.mode,
+            attempt_number=self.task_attempt,
             eager_flush=self.eager_flush,
             storage=clients.storage,
             base_instants=clients.latest_base_instants,
@@ -322,7 +357,7 @@ class Job:
             on_fault=self.history.nemesis,
         )
 
-    def _record_start(self, checkpoint: CompletedCheckpoint | None) -> None:
+    def _record_start(self, checkpoint: CompletedCheckpoint | None, path: str) -> None:
         """The ``start`` event of an attempt; a job writing a column group names it (the ledger
         reads it), a job writing whole records does not."""
         column_group = {}
@@ -333,16 +368,10 @@ class Job:
                     "ordering_field": self.source.ordering_field,
                 }
             }
-        self.history.info(
-            self.name,
-            "start",
-            {
-                "epoch": self.epoch,
-                "restored_checkpoint": checkpoint.checkpoint_id if checkpoint else None,
-                "source_offset": self.position.offset,
-                **column_group,
-            },
-        )
+        restored = checkpoint.checkpoint_id if checkpoint else None
+        value = start_event(self.epoch, restored, self.position.offset, path, self.task_attempt)
+        value.update(writers=self.parallelism, **column_group)
+        self.history.info(self.name, "start", value)
 
     def _live_instants(self) -> list[str]:
         """The instants whose heartbeats are kept alive: the coordinator's pending ones, none
@@ -374,14 +403,10 @@ class Job:
         """The run is ending: the input ends and no more faults hit this job's channels.
 
         The input ends at the highest offset the source ever emitted, not at its current
-        offset: a job that failed over shortly before (or fails during the drain) restored an
-        earlier checkpoint (docs/protocol.md section 6), and a Flink job on a bounded input replays
-        its source from the restored checkpoint's offsets to the end of the input, whose final
-        checkpoint then commits everything (Flink's FLIP-147). Ending at the current offset would
-        drop the emitted records after the restored checkpoint: the final checkpoint would cover
-        less than the attempt before the failover had read and, in mini-batch mode, less than it
-        had already committed (a late ACK commits eager flushes past its checkpoint). A run with
-        no restore pending at the end replays nothing."""
+        offset: a job that failed over shortly before restored an earlier checkpoint, and a Flink
+        job on a bounded input replays its source from the restored offsets to the end of the
+        input, whose final checkpoint then commits everything (Flink's FLIP-147; ending earlier
+        would drop emitted records, docs/protocol.md section 6)."""
         self.position.end = self.position.emitted
         self.draining = True
         assert self._notify is not None

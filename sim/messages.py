@@ -1,8 +1,10 @@
 """Messages between the simulated Flink processes of one job.
 
-Every message carries the job's ``epoch`` (incremented by each failover): a message sent before a
-failover and delivered after it belongs to processes that no longer exist and is dropped, as
-Flink drops RPCs addressed to an old execution attempt.
+Every message carries the job's ``epoch`` (incremented by each failover): a message still in
+flight at a failover is dropped, as Flink drops RPCs of a cancelled execution attempt. Messages
+already queued in the operator coordinator's mailbox stay there when the coordinator survives the
+failover (a task or global failover keeps it): its executor handles write events, bootstraps and
+notifications it had queued, not requests whose sender is gone.
 """
 
 from __future__ import annotations
@@ -44,10 +46,12 @@ class EventMessage:
 
 @dataclass(frozen=True)
 class BootstrapMessage:
-    """Task -> coordinator: the task's bootstrap event after a (re)start."""
+    """Task -> coordinator: the task is up after a (re)start, with the bootstrap event Hudi
+    sends (None: Hudi sends nothing, a task started afresh with nothing to re-send)."""
 
     epoch: int
-    event: BootstrapEvent
+    task_id: int
+    event: BootstrapEvent | None
 
 
 @dataclass(frozen=True)

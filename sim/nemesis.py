@@ -39,6 +39,7 @@ import simpy
 from faults import fault_kind, kinds_with_hook
 from faults.base import NotificationFate
 from scenarios.schema import ScheduledFault, fault_targets
+from sim.flink.runtime import task_index
 from sim.pauses import PausableEnvironment
 from sim.storage import SimStorage, StorageWriteError
 
@@ -154,7 +155,15 @@ class Nemesis:
 
     def crash(self, target: str) -> None:
         job = self._job_of(target)
-        job.fail(job.epoch, f"{target} crashed")
+        role = target.split("/", 1)[1] if "/" in target else ""
+        cause = f"{target} crashed"
+        if role == "coordinator":
+            job.fail(job.epoch, cause, path="jobmanager")
+        else:
+            job.fail(job.epoch, cause, failed_task=task_index(role))
+
+    def rescale(self, target: str, writers: int) -> None:
+        self._job_of(target).rescale(writers)
 
     def pause(self, target: str, duration_ms: int) -> None:
         if not isinstance(self.env, PausableEnvironment):

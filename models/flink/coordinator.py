@@ -35,37 +35,36 @@ simulator hands it one message at a time. Three modes (docs/protocol.md section 
 
 An instant that ends up with nothing to commit (no event at all, Hudi's
 ``isEmptyDataWriteBuffer``; or only empty write statuses while empty commits are not allowed) is
-not committed. Hudi 1.1's ``commitInstant`` then drops the buffer (``eventBuffers.reset``) and
-stops the instant's heartbeat, leaving the requested and inflight files to failed-writes cleaning:
-``EAGER`` (the default, which Flink keeps only for blocking generation) rolls it back at the next
-``startCommit`` (``rollbackFailedWrites``), ``LAZY`` (forced for async generation by
-``FlinkWriteClients``) once the stopped heartbeat has expired. Here the coordinator rolls it back
+not committed. Hudi 1.1's ``commitInstant`` then drops the buffer and stops the instant's
+heartbeat, leaving its files to failed-writes cleaning; here the coordinator rolls it back
 itself, right when it drops it: the same end state without depending on a cleaner (a single
 job's simulation may run none), and safe because no task can still write into it (every event
 for a checkpoint id below ``n`` reaches the coordinator before the task's ACK that completes
-``n``). Left inflight, it would be a pending instant that no one ever commits, blocking
-archiving and, in blocking mode, showing two open instants.
+``n``).
 
-State and failover (the order matters): the coordinator snapshots first for checkpoint ``i``
-(:meth:`snapshot_state` keeps the buffers with id ``< i`` in which every task's last batch
-arrived: a buffer still being filled is covered by the tasks' own state instead); on restore it
-re-commits every restored instant not yet completed, then collects one :class:`BootstrapEvent`
-per task and, once all arrived, commits the re-sent events of instants still pending whose data
-the restored checkpoint covered (minibatch: the restored open instant is committed then, together
-with the events the tasks re-send for it).
+State and failover (Hudi 1.1 ``StreamWriteOperatorCoordinator``; docs/protocol.md section 6.3).
+The coordinator snapshots first for checkpoint ``i`` (:meth:`snapshot_state` keeps the complete
+buffers with id ``< i``: a buffer still being filled is covered by the tasks' own state). What
+a restart does depends on Flink's restart path, which decides whether this object survives:
 
-Every commit *finalizes the write* as Hudi's write client does (``HoodieTable.finalizeWrite`` ->
-``reconcileAgainstMarkers``, done by :meth:`TableWriter.commit`): a data file the instant's markers
-announce as created but no write status of the commit names is deleted, so files left out of a
-commit's metadata are gone, not silently visible.
+- a task (region) failover keeps the object and its buffers untouched (``subtaskFailed`` and
+  ``subtaskReset`` are no-ops); the restarted tasks, at attempt > 0, send empty bootstraps that
+  clear their slots at and after the restored checkpoint (:meth:`handle_bootstrap`);
+- a global failover keeps the object and calls :meth:`reset_to_checkpoint`, which puts the
+  restored buffers over the live ones and (``reset_recommit = "immediate"``, apache/hudi#19237)
+  re-commits them at once; the tasks again send empty bootstraps;
+- a JobManager failover or a rescale makes a new object, reset then started (:meth:`start`), which
+  re-commits every restored buffer; the tasks (attempt 0) re-send the events of their restored
+  state, filed as bootstrap events under their checkpoint id: a buffer whose every slot holds one
+  is re-committed at once, otherwise by a later notification (a *deferred* recommit, as after a
+  scale-up, where the new tasks have nothing to re-send).
 
-OCC: a commit that loses its conflict check (:class:`~models.txn.concurrency.ConcurrentWriteConflict`)
-raises :class:`CommitConflictError` and the job fails over, as Hudi's does
-(``StreamWriteOperatorCoordinator.commitInstant`` throws ``HoodieWriteConflictException`` on its
-``NonThrownExecutor``, whose hook calls ``context.failJob``). The instant stays pending with its
-buffer; the restarted job recommits the same instant, which conflicts again for as long as the
-commit it conflicted with stands (apache/hudi#19046): no retry under a new instant exists in
-Hudi's Flink sink.
+A restored buffer whose instant is already completed is dropped, never committed twice. (The
+minibatch mode restores as :mod:`models.flink.minibatch` says.)
+
+Commits go through :class:`~models.flink.commits.InstantCommitter` (finalizing the write, the
+OCC check: a conflict fails the job over and the restart recommits the same instant,
+apache/hudi#19046).
 
 Known-bad variants (``[protocol]`` switches; docs/protocol.md section 6):
 
@@ -74,22 +73,22 @@ Known-bad variants (``[protocol]`` switches; docs/protocol.md section 6):
     older ones. It breaks Flink's subsume contract: when the notification for ``n - 1`` was lost,
     the instant it should have committed is never committed and the data its completed checkpoint
     covered is lost (the real rule, ``all_below``, commits every buffer below ``n`` in order).
-``snapshot_partial_buffers = True`` (apache/hudi#19215)
-    :meth:`snapshot_state` also keeps buffers that are still being filled. What the issue and its
-    fix (apache/hudi#19237) show: Hudi 1.1's ``checkpointCoordinator`` serialized the whole
-    ``EventBuffers`` map, including the entry of the instant the tasks were still writing (its
-    slots null, or holding only eager-flush events whose ``lastBatch`` is false); on a global
-    failover (same job graph, coordinator reset to the checkpoint) ``restoreEvents`` re-committed
-    that restored entry, and the instant was then *completed* with only the statuses the entry held;
-    the tasks' complete events for it (from their own state, written after the coordinator's
-    snapshot) are then ignored as belonging to a committed instant, so the files of the last batch
-    are orphaned: data the completed checkpoint covered is lost. The fix serializes only fully
-    received buffers (``EventBuffers.getAllCompletedEvents``) and has the tasks re-send their state
-    on a global failover too. Here the tasks always re-send (the fixed task side), so the variant
-    is the snapshot side alone: a restored buffer with no event at all commits nothing (Hudi's
-    ``isEmptyDataWriteBuffer``) and the re-sent events commit it whole, while a restored buffer
-    holding eager-flush events is committed half, and finalizing that commit deletes the files of
-    the missing last batches.
+``snapshot_partial_buffers = True`` (Hudi 1.1, apache/hudi#19215)
+    :meth:`snapshot_state` keeps every buffer whose slots are empty or last batches, so the buffer
+    of an instant a task asked for before the checkpoint and has not written yet is stored
+    empty. On a global failover :meth:`reset_to_checkpoint` puts it over the live buffer, which by
+    then holds every task's last batch; the tasks (attempt > 0) re-send nothing, and the instant
+    is dropped as empty: the data of a completed checkpoint is lost. Fixed by apache/hudi#19237.
+``reset_recommit = "next_notification"`` (Hudi 1.1)
+    A reset commits nothing; what the restored checkpoint covers waits for the next
+    notification, which never comes when the blocking coordinator's pending instant keeps every
+    checkpoint from completing: the job restarts forever.
+``checkpoint_deferred_recommits = False`` (every Hudi release, apache/hudi#19922)
+    A deferred recommit's buffer (bootstrap events, not complete) is not in the coordinator's
+    next checkpoint while the tasks' next state no longer holds its events: a restart after that
+    checkpoint and before the deferred commit loses the batch (Hudi's disabled
+    ``testDeferredRecommitSurvivesAnotherRestart``). ``True`` stores such buffers too, the remedy
+    the issue's review proposes.
 
 Functions that wait (time generation, commits under the table lock) return
 :data:`models.ports.Steps`. Storage errors during a commit are retried (Hudi retries commits);
@@ -99,52 +98,39 @@ protocol errors raise :class:`CoordinatorError`, which fails the job (a Flink fa
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from models.flink.event_buffers import CoordinatorState, EventBuffer
+from models.flink.commits import (
+    COMMIT_RETRIES,
+    CommitConflictError,
+    CommitResult,
+    CoordinatorError,
+    InstantCommitter,
+)
+from models.flink.event_buffers import CoordinatorState, EventBuffer, EventBufferError, EventBuffers
+from models.flink.minibatch import MinibatchRestore
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.format.commit_metadata import WriteStat
 from models.ports import Steps
-from models.table_errors import HoodieException
-from models.timeline.instant import Instant, State
-from models.txn.concurrency import ConcurrentWriteConflict
-from models.write.rollback import rollback
+from models.timeline.instant import Instant
 from models.write.writer import TableWriter
 
 COORDINATOR_MODES = ("async", "blocking", "minibatch")
 COMMIT_SCOPES = ("all_below", "latest_only")
-COMMIT_RETRIES = 3
-"""Attempts at a commit that fails with a storage error before the job fails over."""
-
-
-class CoordinatorError(HoodieException, RuntimeError):
-    """A protocol violation the coordinator cannot recover from: the job fails over."""
-
-
-class CommitConflictError(CoordinatorError):
-    """A commit lost its OCC conflict check (Hudi's ``HoodieWriteConflictException``, "Cannot
-    resolve conflicts for overlapping writes"): the job fails over and recommits the instant."""
+RESET_RECOMMITS = ("immediate", "next_notification")
 
 
 @dataclass(frozen=True)
-class CommitResult:
-    """One committed instant, for the history."""
+class RestoreRules:
+    """The restore switches of the module docstring (defaults: the latest rules)."""
 
-    instant: Instant
-    checkpoint_id: int
-    records: int
-    files: tuple[str, ...]
-    recommit: bool = False
+    snapshot_partial_buffers: bool = False
+    reset_recommit: str = "immediate"
+    checkpoint_deferred_recommits: bool = True
 
-    def summary(self) -> dict[str, object]:
-        return {
-            "instant": self.instant.requested_time,
-            "completion": self.instant.completion_time,
-            "checkpoint": self.checkpoint_id,
-            "records": self.records,
-            "files": list(self.files),
-            "recommit": self.recommit,
-        }
+    def __post_init__(self) -> None:
+        if self.reset_recommit not in RESET_RECOMMITS:
+            raise ValueError(f"reset_recommit must be one of {RESET_RECOMMITS}")
 
 
 class WriteCoordinator:
@@ -160,14 +146,14 @@ class WriteCoordinator:
         allow_empty_commit: bool = True,
         precommit: Callable[[Instant, tuple[WriteStat, ...]], None] | None = None,
         commit_scope: str = "all_below",
-        snapshot_partial_buffers: bool = False,
+        restore_rules: RestoreRules | None = None,
         on_rollback: Callable[[str, Instant], None] | None = None,
     ) -> None:
         """``precommit(instant, stats)`` runs under the table lock right before the completed
         file is created (OCC conflict checks); raising aborts the commit. ``commit_scope`` and
-        ``snapshot_partial_buffers`` are the known-bad variants of the module docstring.
-        ``on_rollback(instant_time, rollback)`` runs after the coordinator rolled back an instant
-        it dropped with nothing to commit (for the history)."""
+        ``restore_rules`` are the variants of the module docstring. ``on_rollback(instant_time,
+        rollback)`` runs after the coordinator rolled back an instant it dropped with nothing to
+        commit (for the history)."""
         if mode not in COORDINATOR_MODES:
             raise ValueError(f"mode must be one of {COORDINATOR_MODES}, not {mode!r}")
         if commit_scope not in COMMIT_SCOPES:
@@ -177,33 +163,39 @@ class WriteCoordinator:
         self.writer = writer
         self.parallelism = parallelism
         self.mode = mode
-        self.operation_type = operation_type
-        self.allow_empty_commit = allow_empty_commit
-        self.precommit = precommit
         self.commit_scope = commit_scope
-        self.snapshot_partial_buffers = snapshot_partial_buffers
-        self.on_rollback = on_rollback
-        self.buffers: dict[int, EventBuffer] = {}
+        self.rules = restore_rules or RestoreRules()
+        self.committer = InstantCommitter(
+            writer,
+            operation_type=operation_type,
+            allow_empty_commit=allow_empty_commit,
+            precommit=precommit,
+            on_rollback=on_rollback,
+        )
+        self.buffers = EventBuffers()
+        self.instant: str | None = None  # Hudi's field ``instant``: the newest one started here
+        self.started = False
         self._writing: set[int] = set()  # minibatch: tasks handed the open instant, no event since
-        self._restored_checkpoint: int | None = None
-        self._bootstraps: dict[int, BootstrapEvent] = {}
-        self._restored_open: dict[str, EventBuffer] = {}  # restored, committed after bootstrap
-        self._completed: set[str] = set()  # instants this coordinator committed
+        self._minibatch = MinibatchRestore(parallelism)
 
     # --- queries -----------------------------------------------------------------------------------
 
     @property
     def pending_instants(self) -> list[str]:
         """Instants with a buffer (created, not yet committed), in checkpoint order."""
-        return [self.buffers[k].instant for k in sorted(self.buffers)]
+        return [b.instant for b in self.buffers.values()]
 
     @property
     def bootstrapping(self) -> bool:
-        """True after a restore until every task's bootstrap event arrived."""
-        return self._restored_checkpoint is not None
+        """A restored instant waits for its recommit (some buffer holds re-sent events; in
+        minibatch mode: some task's bootstrap event has not arrived yet)."""
+        if self.mode == "minibatch":
+            return self._minibatch.active
+        return any(b.has_bootstrap for b in self.buffers.values())
 
     def _current(self) -> EventBuffer | None:
-        return self.buffers[max(self.buffers)] if self.buffers else None
+        buffers = self.buffers.values()
+        return buffers[-1] if buffers else None
 
     # --- instants ----------------------------------------------------------------------------------
 
@@ -231,208 +223,197 @@ class WriteCoordinator:
     def _start_instant(self, checkpoint_id: int) -> Steps[EventBuffer]:
         instant = yield from self.writer.start_commit()
         buffer = EventBuffer(checkpoint_id, instant.requested_time, (None,) * self.parallelism)
-        self.buffers[checkpoint_id] = buffer
+        self.buffers.put(buffer)
+        self.instant = instant.requested_time
         return buffer
 
     # --- events ------------------------------------------------------------------------------------
 
     def handle_event(self, event: WriteMetadataEvent) -> None:
-        """Record a task's write metadata in the buffer of its instant."""
+        """File a task's write metadata (Hudi's ``handleWriteMetaEvent``): an event for an
+        instant newer than any this coordinator started, or for a checkpoint id without a
+        buffer, is rejected (:class:`EventBufferError`: the job fails over)."""
         self._check_task(event.task_id)
         self._writing.discard(event.task_id)
-        key = self._buffer_key(event)
-        if key is None:
-            return
-        self.buffers[key] = self.buffers[key].with_event(event)
-
-    def _buffer_key(self, event: WriteMetadataEvent) -> int | None:
-        if event.instant is None:  # an empty last batch: it joins the buffer of its id, if any
-            if self.mode != "minibatch":
-                return event.checkpoint_id if event.checkpoint_id in self.buffers else None
+        if self.mode == "minibatch":
             current = self._current()
-            return None if current is None else current.checkpoint_id
-        for key in sorted(self.buffers):
-            if self.buffers[key].instant == event.instant:
-                return key
-        if event.instant in self._completed or self._is_completed(event.instant):
-            if event.is_empty:
-                return None
-            raise CoordinatorError(
-                f"write metadata from task {event.task_id} for instant {event.instant}, which is "
-                "already committed: its files would never be committed"
-            )
-        raise CoordinatorError(
-            f"unexpected event from task {event.task_id} for instant {event.instant}: "
-            f"the coordinator has {self.pending_instants or 'no pending instants'}"
+            if current is not None and event.instant in (None, current.instant):
+                self.buffers.put(current.with_event(event))
+                return
+        elif event.instant is None:  # an empty last batch: it joins the buffer of its id, if any
+            buffer = self.buffers.get(event.checkpoint_id)
+            if buffer is not None:
+                self.buffers.put(buffer.with_event(event))
+            return
+        else:
+            if event.instant > (self.instant or ""):
+                raise EventBufferError(
+                    f"Receive an unexpected event for instant {event.instant} from task "
+                    f"{event.task_id}"
+                )
+            buffer = self.buffers.get(event.checkpoint_id)
+            if buffer is not None:
+                self.buffers.put(buffer.with_event(event))
+                return
+        if event.instant is None or (event.is_empty and self._is_completed(event.instant)):
+            return
+        raise EventBufferError(
+            f"unexpected event from task {event.task_id} for instant {event.instant} "
+            f"(checkpoint {event.checkpoint_id}): the coordinator has "
+            f"{self.pending_instants or 'no pending instants'}"
         )
 
     # --- checkpoints -------------------------------------------------------------------------------
 
     def snapshot_state(self, checkpoint_id: int) -> CoordinatorState:
-        """``checkpointCoordinator(i)``: persist the fully received buffers with id < i (async
-        and blocking alike; minibatch: the current buffer as received so far; variant
-        ``snapshot_partial_buffers``: every buffer with id < i, received or not)."""
+        """``checkpointCoordinator(i)``: persist the complete buffers with id < i (minibatch: the
+        current buffer as received so far). Variants: ``snapshot_partial_buffers`` also keeps
+        buffers of empty or last-batch slots (Hudi 1.1), ``checkpoint_deferred_recommits`` also
+        buffers waiting for a deferred recommit."""
         if self.mode == "minibatch":
-            kept = tuple(self.buffers[k] for k in sorted(self.buffers))
-        else:
-            kept = tuple(
-                self.buffers[k]
-                for k in sorted(self.buffers)
-                if k < checkpoint_id and (self.buffers[k].complete or self.snapshot_partial_buffers)
+            return CoordinatorState(checkpoint_id, tuple(self.buffers.values()))
+        rules = self.rules
+        kept = tuple(
+            b
+            for b in self.buffers.values()
+            if b.checkpoint_id < checkpoint_id
+            and (
+                b.complete
+                or (rules.snapshot_partial_buffers and b.last_batches_only)
+                or (rules.checkpoint_deferred_recommits and b.has_bootstrap)
             )
+        )
         return CoordinatorState(checkpoint_id, kept)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> Steps[list[CommitResult]]:
         """Commit what checkpoint ``checkpoint_id`` covers, serially in checkpoint order (Hudi's
-        ``commitInstants``: every buffer with id < ``checkpoint_id``; the ids are the last
-        checkpoint a task snapshotted, so ``<``, not ``<=``). Minibatch: the open instant with
-        whatever it received, unless a flush into it is still under way."""
+        ``commitInstants``: every buffer with id < ``checkpoint_id``, complete or not; the ids are
+        the last checkpoint a task snapshotted, so ``<``, not ``<=``). Minibatch: the open
+        instant with whatever it received, unless a flush into it is still under way."""
         results: list[CommitResult] = []
         if self.mode == "minibatch":
             current = self._current()
             if current is None or self._writing:
                 return results  # skipped: the next notification commits the instant
-            self.buffers.clear()
             result = yield from self._commit(current)
-            if result is not None:
-                results.append(result)
+            self.buffers.clear()
+            results.extend([result] if result is not None else [])
             return results
-        covered = [key for key in sorted(self.buffers) if key < checkpoint_id]
+        covered = [key for key in self.buffers.checkpoint_ids() if key < checkpoint_id]
         if self.commit_scope == "latest_only":
             for key in covered[:-1]:  # their notification was lost: dropped, never committed
-                del self.buffers[key]
+                self.buffers.reset(key)
             covered = covered[-1:]
         for key in covered:
-            result = yield from self._commit(self.buffers[key])  # a failed commit keeps it
-            del self.buffers[key]
-            if result is not None:
-                results.append(result)
+            buffer = self.buffers.get(key)
+            assert buffer is not None
+            result = yield from self._commit(buffer, recommit=buffer.has_bootstrap)
+            results.extend([result] if result is not None else [])
         return results
 
     # --- failover ----------------------------------------------------------------------------------
 
-    def restore(self, state: CoordinatorState | None) -> Steps[list[CommitResult]]:
-        """``resetToCheckpoint``: reload the buffers and re-commit every restored instant that is
-        not completed; then wait for the tasks' bootstrap events. (Minibatch: the restored
-        instant was still open, the tasks' state holds its later events; it is committed with
-        them in :meth:`handle_bootstrap`, as is a restored buffer with nothing to commit yet.)"""
-        self.buffers.clear()
-        self._writing.clear()
-        self._bootstraps.clear()
-        self._restored_open.clear()
-        self._restored_checkpoint = -1 if state is None else state.checkpoint_id
+    def reset_to_checkpoint(self, state: CoordinatorState | None) -> Steps[list[CommitResult]]:
+        """``resetToCheckpoint``: put the restored buffers over the live ones. A started
+        coordinator (a global failover) re-commits at once every buffer the checkpoint covers
+        (``reset_recommit = "immediate"``: id below the checkpoint's, restored or live; Flink's
+        contract: a reset to a checkpoint confirms it complete) or leaves them to the next
+        notification (Hudi 1.1); a new one in :meth:`start`.
+        Minibatch: the restore of :mod:`models.flink.minibatch`."""
         results: list[CommitResult] = []
-        if state is None:
+        if self.mode == "minibatch":
+            self.buffers.clear()
+            self._writing.clear()
+            restored = [] if state is None else list(state.buffers)
+            self._minibatch.begin(state, [b for b in restored if not self._is_completed(b.instant)])
             return results
-        for buffer in state.buffers:
-            if self._is_completed(buffer.instant):
-                continue
-            if self.mode == "minibatch" or self._nothing_to_commit(buffer):
-                # minibatch: still open, the tasks re-send its later events; otherwise only the
-                # re-sent events can fill it (variant snapshot_partial_buffers): both wait for
-                # the bootstrap, which commits them or, still empty, rolls them back
-                self._restored_open[buffer.instant] = buffer
-                continue
-            result = yield from self._commit(buffer, recommit=True)
-            if result is not None:
-                results.append(result)
+        for buffer in state.buffers if state is not None else ():
+            self.buffers.put(buffer)
+        if self.started and self.rules.reset_recommit == "immediate" and state is not None:
+            covered = [k for k in self.buffers.checkpoint_ids() if k < state.checkpoint_id]
+            results = yield from self._recommit(covered)
+        return results
+
+    def start(self) -> Steps[list[CommitResult]]:
+        """``start()``: if a restored buffer holds an event, re-commit every buffer in checkpoint
+        order (Hudi's ``restoreEvents``)."""
+        self.started = True
+        results: list[CommitResult] = []
+        if any(b.has_events for b in self.buffers.values()):
+            results = yield from self._recommit(self.buffers.checkpoint_ids())
+        return results
+
+    def restore(self, state: CoordinatorState | None) -> Steps[list[CommitResult]]:
+        """:meth:`reset_to_checkpoint`, then :meth:`start` if this object was not started."""
+        results = yield from self.reset_to_checkpoint(state)
+        if not self.started:
+            results += yield from self.start()
         return results
 
     def handle_bootstrap(self, event: BootstrapEvent) -> Steps[list[CommitResult]]:
-        """Collect one bootstrap event per task; when all are in, re-commit the re-sent events of
-        instants still pending (the restored checkpoint covered them)."""
+        """Hudi's ``handleBootstrapEvent``: a task restarted at attempt > 0 clears its slots at
+        and after its restored checkpoint (an empty bootstrap); re-sent events are filed under their checkpoint ids, and
+        a buffer whose every slot holds one is re-committed now (otherwise a later notification
+        commits it)."""
         self._check_task(event.task_id)
-        if self._restored_checkpoint is None:
-            raise CoordinatorError(f"bootstrap event from task {event.task_id} outside a restart")
-        self._bootstraps[event.task_id] = event
-        if len(self._bootstraps) < self.parallelism:
-            return []
-        by_instant: dict[str, EventBuffer] = dict(self._restored_open)
-        for task_id in sorted(self._bootstraps):
-            for resent in self._bootstraps[task_id].events:
-                if resent.instant is None or self._is_completed(resent.instant):
-                    continue
-                buffer = by_instant.get(resent.instant) or EventBuffer(
-                    resent.checkpoint_id, resent.instant, (None,) * self.parallelism
+        if self.mode == "minibatch":
+            if not self._minibatch.active:
+                raise CoordinatorError(
+                    f"bootstrap event from task {event.task_id} outside a restart"
                 )
-                prior = buffer.events[resent.task_id]
-                if prior is not None:  # restored too: keep only the files it lacks
-                    known = {s.path for s in prior.write_stats}
-                    new = tuple(s for s in resent.write_stats if s.path not in known)
-                    resent = replace(resent, write_stats=new, records=resent.records if new else 0)
-                by_instant[resent.instant] = buffer.with_event(resent)
-        self._bootstraps.clear()
-        self._restored_open.clear()
-        self._restored_checkpoint = None
+            buffers = self._minibatch.add(event, self._is_completed)
+            results: list[CommitResult] = []
+            for buffer in buffers or ():
+                result = yield from self._commit(buffer, recommit=True)
+                results.extend([result] if result is not None else [])
+            return results
+        if event.clears:
+            self.buffers.clean_legacy_events(event)
+        ready: list[int] = []
+        for resent in event.events:
+            if resent.instant is not None and self._is_completed(resent.instant):
+                continue
+            buffer = self.buffers.add_bootstrap(resent, self.parallelism)
+            if buffer is not None and buffer.all_bootstrap:
+                ready.append(buffer.checkpoint_id)
+        results = yield from self._recommit(ready)
+        return results
+
+    def _recommit(self, keys: list[int]) -> Steps[list[CommitResult]]:
+        """Hudi's ``recommitInstant`` for the buffers of ``keys``, in order: an instant already
+        completed is dropped, any other committed (or dropped with nothing to commit)."""
         results: list[CommitResult] = []
-        for buffer in sorted(by_instant.values(), key=lambda b: (b.checkpoint_id, b.instant)):
+        for key in keys:
+            buffer = self.buffers.get(key)
+            if buffer is None:
+                continue
             result = yield from self._commit(buffer, recommit=True)
-            if result is not None:
-                results.append(result)
+            results.extend([result] if result is not None else [])
         return results
 
     # --- commits -----------------------------------------------------------------------------------
 
     def _commit(self, buffer: EventBuffer, *, recommit: bool = False) -> Steps[CommitResult | None]:
-        stats = buffer.write_stats
-        if self._nothing_to_commit(buffer):
-            yield from self._abandon(buffer.instant)
-            return None
-        inflight = Instant(buffer.instant, State.INFLIGHT, self.writer.default_action)
-        precommit = None
-        if self.precommit is not None:
-            hook = self.precommit
-
-            def precommit() -> None:
-                hook(inflight, stats)
-
-        try:
-            for attempt in range(COMMIT_RETRIES):
-                try:
-                    done = yield from self.writer.commit(
-                        inflight, stats, self.operation_type, precommit=precommit
-                    )
-                    break
-                except OSError:
-                    if attempt == COMMIT_RETRIES - 1:
-                        raise CoordinatorError(
-                            f"commit of {buffer.instant} failed {COMMIT_RETRIES} times"
-                        ) from None
-        except ConcurrentWriteConflict as conflict:
-            raise CommitConflictError(
-                f"Cannot resolve conflicts for overlapping writes: {conflict}"
-            ) from conflict
-        self._completed.add(buffer.instant)
-        return CommitResult(
-            done,
-            buffer.checkpoint_id,
-            buffer.records,
-            tuple(s.path for s in stats),
-            recommit,
-        )
-
-    def _nothing_to_commit(self, buffer: EventBuffer) -> bool:
-        """No event at all, or only empty write statuses while empty commits are not allowed."""
-        return buffer.is_empty or (not buffer.write_stats and not self.allow_empty_commit)
-
-    def _abandon(self, instant_time: str) -> Steps[None]:
-        """Roll back an instant dropped with nothing to commit (see the module docstring): what
-        Hudi's failed-writes cleaning does to it later, done at once."""
-        known = self.writer.timeline.load().get(instant_time) is not None
-        if not known or self._is_completed(instant_time):
-            return  # already cleaned (or committed) by someone else
-        failed = Instant(instant_time, State.INFLIGHT, self.writer.default_action)
-        done = yield from rollback(
-            self.writer.table, self.writer, failed, self.writer.time_generator
-        )
-        if self.on_rollback is not None:
-            self.on_rollback(instant_time, done)
+        """Commit ``buffer`` and drop it (Hudi's ``commitInstant``); a failed commit raises and
+        keeps it, for the restart to recommit."""
+        result = yield from self.committer.commit(buffer, recommit=recommit)
+        self.buffers.reset(buffer.checkpoint_id)
+        return result
 
     def _is_completed(self, instant_time: str) -> bool:
-        if instant_time in self._completed:
-            return True
-        return self.writer.timeline.load().is_completed(instant_time)
+        return self.committer.is_completed(instant_time)
 
     def _check_task(self, task_id: int) -> None:
         if not 0 <= task_id < self.parallelism:
             raise CoordinatorError(f"task id {task_id} outside parallelism {self.parallelism}")
+
+
+__all__ = [
+    "COMMIT_RETRIES",
+    "COORDINATOR_MODES",
+    "CommitConflictError",
+    "CommitResult",
+    "CoordinatorError",
+    "RestoreRules",
+    "WriteCoordinator",
+]

@@ -9,12 +9,23 @@ restored id after a restore). docs/protocol.md section 6: data flushed while sna
 
 State (what Flink persists for the task at checkpoint ``i``): the write-metadata events the task
 sent for the data that checkpoint ``i`` covers, i.e. every event carrying ``i - 1``. The order is
-Hudi's: flush and send, then replace the state with those events. After a failover the task
-re-sends them in a :class:`~models.flink.write_events.BootstrapEvent` (``AbstractStreamWriteFunction``
-``snapshotState`` / ``sendBootstrapEvent``), so a commit lost with the failure is redone by the
-coordinator. The variant ``persist_write_meta = false`` drops them, which reproduces HUDI-9570's
-data loss (fixed upstream by keeping the write metadata in the coordinator's checkpoint,
-apache/hudi PR #13543; docs/protocol.md section 6.6).
+Hudi's: flush and send, then replace the state with those events. What a restarted task sends
+depends on its Flink attempt number (Hudi 1.1 ``AbstractStreamWriteFunction#initializeState`` /
+``sendBootstrapEvent``): started afresh (attempt 0: a new job graph, a JobManager failover, a
+rescale) it re-sends the restored events whose instants are still pending, so a commit lost with
+the failure is redone by the coordinator; restarted by Flink (attempt > 0) it sends an empty
+bootstrap with its restored checkpoint id, because the coordinator kept its events. The restored
+checkpoint id becomes the task's checkpoint id always (``restored_checkpoint_id = "always"``,
+apache/hudi#19952) or only at attempt > 0 of the job that took the snapshot (Hudi 1.1's
+``initCheckpointId`` and ``job-id-state``: after a JobManager failover or a rescale the task asks
+for instants under -1, and after a rescale it keeps doing so at every attempt until a checkpoint
+of the new job completes, apache/hudi#19922). A task at attempt > 0 never re-sends its restored events
+(``restored_events_resend = "attempt_0"``, Hudi 1.1 and later), which loses them when the
+coordinator never received them: a task failing right after a JobManager failover, before its
+attempt-0 bootstrap reached the new coordinator (docs/protocol.md section 6.3); Hudi 1.0 re-sent
+them at every attempt (``"every_attempt"``). The variant ``persist_write_meta = false`` drops the
+events, which reproduces HUDI-9570's data loss (fixed upstream by keeping the write metadata in
+the coordinator's checkpoint, apache/hudi PR #13543; docs/protocol.md section 6.6).
 
 :func:`write_records` is the I/O half of a flush: it turns one precombined batch into Hudi data
 files through :class:`models.write.writer.TableWriter`, in the file layout of Flink's bucket index
@@ -24,7 +35,8 @@ COPY_ON_WRITE) or of append mode (insert: a new base file per partition and flus
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -47,6 +59,8 @@ class TaskState:
     task_id: int
     checkpoint_id: int
     events: tuple[WriteMetadataEvent, ...] = ()
+    job_id: int = 0
+    """The Flink job that took the snapshot (Hudi 1.1's ``job-id-state``)."""
 
 
 @dataclass
@@ -58,6 +72,9 @@ class WriteTask:
     operation: str = "upsert"
     merge_mode: str = "EVENT_TIME_ORDERING"
     persist_write_meta: bool = True
+    restored_checkpoint_id: str = "always"
+    restored_events_resend: str = "attempt_0"
+    job_id: int = 0
     last_checkpoint_id: int = -1
     _buffer: list[pa.Table] = field(default_factory=list)
     _buffered_rows: int = 0
@@ -91,27 +108,70 @@ class WriteTask:
 
     def snapshot_state(self, checkpoint_id: int) -> TaskState:
         """``snapshotState(checkpoint_id)`` after the last-batch flush was sent: the state holds
-        this interval's events (merged per instant); later flushes carry ``checkpoint_id``."""
+        this interval's events, merged per instant (an empty last batch, sent without an instant,
+        joins the interval's instant, or stays alone); later flushes carry ``checkpoint_id``."""
         merged: dict[str | None, WriteMetadataEvent] = {}
         for event in self._interval_events:
             prior = merged.get(event.instant)
             merged[event.instant] = event if prior is None else prior.merge(event)
-        events = tuple(e for e in merged.values() if e.instant is not None)
+        empty = merged.pop(None, None)
+        if empty is not None and merged:
+            last = list(merged)[-1]
+            merged[last] = replace(
+                merged[last], last_batch=merged[last].last_batch or empty.last_batch
+            )
+        elif empty is not None:
+            merged[None] = empty
         self._interval_events = []
         self.last_checkpoint_id = checkpoint_id
-        if not self.persist_write_meta:
-            events = ()
-        return TaskState(self.task_id, checkpoint_id, events)
+        events = tuple(merged.values()) if self.persist_write_meta else ()
+        return TaskState(self.task_id, checkpoint_id, events, self.job_id)
 
-    def restore(self, state: TaskState | None) -> BootstrapEvent:
-        """Restart from ``state`` (None: no completed checkpoint) and return the bootstrap event
-        to send; the buffer is empty, the source replays from the checkpoint's offset."""
+    def restore(
+        self, state: TaskState | None, *, attempt: int, pending: Callable[[str], bool]
+    ) -> BootstrapEvent | None:
+        """Restart from ``state`` (None: no completed checkpoint) as Flink attempt ``attempt`` and
+        return the bootstrap event to send (None: nothing); the buffer is empty, the source
+        replays from the checkpoint's offset. ``pending(instant)`` tells an instant not completed
+        on the timeline."""
         self._buffer, self._buffered_rows, self._interval_events = [], 0, []
-        if state is None:
-            self.last_checkpoint_id = -1
-            return BootstrapEvent(self.task_id, -1, ())
-        self.last_checkpoint_id = state.checkpoint_id
-        return BootstrapEvent(self.task_id, state.checkpoint_id, state.events)
+        self.last_checkpoint_id = -1
+        same_job = state is not None and state.job_id == self.job_id
+        if state is not None and (
+            self.restored_checkpoint_id == "always" or (attempt > 0 and same_job)
+        ):
+            self.last_checkpoint_id = state.checkpoint_id
+        resent = ()
+        if state is not None and (attempt == 0 or self.restored_events_resend == "every_attempt"):
+            resent = tuple(
+                replace(e, task_id=self.task_id, last_batch=False, bootstrap=True)
+                for e in state.events
+                if e.instant is None or pending(e.instant)
+            )
+        if attempt > 0:
+            return BootstrapEvent(self.task_id, self.last_checkpoint_id, resent, clears=True)
+        assert state is not None or not resent
+        return (
+            BootstrapEvent(self.task_id, state.checkpoint_id, resent) if state and resent else None
+        )
+
+
+def redistribute(states: tuple[TaskState, ...], parallelism: int) -> tuple[TaskState, ...]:
+    """The write tasks' states after a rescale to ``parallelism`` tasks: Flink's split
+    redistribution of operator list state (``RoundRobinOperatorStateRepartitioner``): every
+    entry of the old tasks in task order, cut into ``parallelism`` contiguous parts, the first
+    ``entries % parallelism`` parts one longer. The write-metadata state is Hudi's
+    ``write-metadata-state`` list; a new task that gets no entry is still restored."""
+    entries = [event for state in states for event in state.events]
+    checkpoint_id = states[0].checkpoint_id if states else -1
+    job_id = states[0].job_id if states else 0
+    base, extra = divmod(len(entries), parallelism)
+    out, start = [], 0
+    for task_id in range(parallelism):
+        size = base + (1 if task_id < extra else 0)
+        out.append(TaskState(task_id, checkpoint_id, tuple(entries[start : start + size]), job_id))
+        start += size
+    return tuple(out)
 
 
 def precombine(rows: pa.Table, merge_mode: str) -> pa.Table:

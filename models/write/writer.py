@@ -84,13 +84,17 @@ class TableWriter:
         log_block_format: str = "avro",
         view_options: ViewOptions | None = None,
         stage_id: int = 1,
+        attempt_id: int = 0,
     ) -> None:
         """``data_schema``: the data columns every commit carries in its metadata when it wrote no
         records itself (a coordinator commits files that write tasks wrote, so it never saw their
         records). ``log_block_format``: ``avro`` (Hudi's default) or ``parquet`` data blocks.
         ``view_options``: the file-slicing rule this writer plans with (a protocol variant).
         ``stage_id``: the middle part of write tokens (Spark stage / Flink job): two jobs writing
-        the same file group name their files apart even at the same task and log version."""
+        the same file group name their files apart even at the same task and log version.
+        ``attempt_id``: the last part, the Flink attempt number of the writing task
+        (``FlinkTaskContextSupplier#getAttemptIdSupplier``): a restarted task writing into the
+        same instant names its files apart from the failed attempt's."""
         self.table = table
         self.storage = table.storage
         self.timeline = table.active_timeline
@@ -98,6 +102,7 @@ class TableWriter:
         self.log_block_format = log_block_format
         self.view_options = view_options
         self.stage_id = stage_id
+        self.attempt_id = attempt_id
         self._schemas: dict[str, str] = {}  # instant -> Avro schema of its data columns
         self._default_schema = (
             avro_schema_for(data_schema, *self._avro_names()) if data_schema is not None else None
@@ -339,8 +344,9 @@ class TableWriter:
         return (yield from run_compaction(self, scheduled))
 
     def write_token(self, task_id: int) -> WriteToken:
-        """The write token of this writer's files written by task ``task_id``."""
-        return WriteToken(task_id, self.stage_id, task_id)
+        """The write token of this writer's files written by task ``task_id``:
+        ``<task>-<stage>-<attempt>``, Hudi's ``FSUtils.makeWriteToken``."""
+        return WriteToken(task_id, self.stage_id, self.attempt_id)
 
     # --- helpers --------------------------------------------------------------------------------
 

@@ -2,8 +2,11 @@
 
 The decisions are :class:`models.flink.coordinator.WriteCoordinator`'s; this process is Flink's
 ``OperatorCoordinatorHolder`` around it: one mailbox, one message at a time (Hudi's
-``NonThrownExecutor``). On start it restores the checkpointed state (``resetToCheckpoint``) and
-re-commits what it can, then serves:
+``NonThrownExecutor``). It outlives a task (region) failover and a global failover with its
+write coordinator and mailbox (Flink keeps the coordinator object; a global failover resets it to
+the checkpoint, ``resetToCheckpoint``); a JobManager failover or a rescale builds a new one, reset
+and started. Each attempt runs its process anew, which first does what the restart path asks
+(:data:`RESTART_STEPS`), then serves:
 
 - instant requests from the write tasks (``handleInstantRequest``; a new instant starts its
   heartbeat), answered through each task's gateway (``executionAttemptReady`` registers it);
@@ -40,6 +43,16 @@ from sim.messages import (
     InstantResponse,
     SnapshotRequest,
 )
+
+RESTART_STEPS = {
+    "start": "a new coordinator: reset to the checkpoint, then start (recommits what it restored)",
+    "region": "a task failover: nothing (Hudi's subtaskFailed and subtaskReset are no-ops)",
+    "global": "a global failover: resetToCheckpoint on the running coordinator",
+}
+"""What the coordinator's process does first, per restart path."""
+
+STALE_KINDS = (InstantRequest, SnapshotRequest)
+"""Messages of an earlier attempt dropped from a surviving mailbox: their sender is gone."""
 
 PrecommitCheck = Callable[[Instant, tuple[Any, ...]], None]
 """A check run under the commit lock right before an instant completes; raising aborts it."""
@@ -155,6 +168,12 @@ class OperatorCoordinator:
         self.mailbox = simpy.Store(attempt.env)
         self.subtasks: dict[int, Gateway] = {}
         self.me = attempt.process_name("coordinator")
+        self._reported: set[int] = set()  # tasks whose bootstrap message arrived this attempt
+
+    def rebind(self, attempt: Attempt) -> None:
+        """Serve the job's next attempt (the coordinator survived a task or global failover)."""
+        self.attempt = attempt
+        self.subtasks.clear()
 
     @property
     def writer(self) -> TableWriter:
@@ -169,9 +188,8 @@ class OperatorCoordinator:
         self.subtasks[task_id] = gateway
 
     def deliver(self, message: Any) -> None:
-        """A message from a channel: queued if it belongs to the job's current attempt."""
-        if self.attempt.is_current(message.epoch):
-            self.mailbox.put(message)
+        """A message from a channel: queued (a channel of a failed attempt delivers nothing)."""
+        self.mailbox.put(message)
 
     def checkpoint_coordinator(self, checkpoint_id: int) -> simpy.Event:
         """Ask for a snapshot of the coordinator's state for ``checkpoint_id``; the event
@@ -182,20 +200,30 @@ class OperatorCoordinator:
 
     # --- the process ------------------------------------------------------------------------
 
-    def run(self, state: CoordinatorState | None) -> Generator[Any, Any, None]:
-        """The process body, restored from ``state`` (None: a fresh start)."""
-        yield from self.attempt.run("coordinator", self._serve(state))
+    def run(self, state: CoordinatorState | None, step: str) -> Generator[Any, Any, None]:
+        """The process body of this attempt: the restart ``step`` (:data:`RESTART_STEPS`) with
+        the checkpointed ``state`` (None: no completed checkpoint), then the mailbox."""
+        if step not in RESTART_STEPS:
+            raise ValueError(f"step must be one of {sorted(RESTART_STEPS)}, not {step!r}")
+        yield from self.attempt.run("coordinator", self._serve(state, step))
 
-    def _serve(self, state: CoordinatorState | None) -> Generator[Any, Any, None]:
+    def _serve(self, state: CoordinatorState | None, step: str) -> Generator[Any, Any, None]:
         env, history, epoch = self.attempt.env, self.attempt.history, self.attempt.epoch
         coordinator, me = self.coordinator, self.me
-        history.invoke(me, "restore", {"checkpoint": state.checkpoint_id if state else None})
-        results = yield from drive(env, coordinator.restore(state), owner=me)
+        self._reported.clear()
+        history.invoke(
+            me, "restore", {"checkpoint": state.checkpoint_id if state else None, "path": step}
+        )
+        restore = {"start": coordinator.restore, "global": coordinator.reset_to_checkpoint}
+        results = []
+        if step in restore:
+            results = yield from drive(env, restore[step](state), owner=me)
         self._record_commits(results)
         history.ok(me, "restore", {"recommitted": [r.instant.requested_time for r in results]})
         while True:
-            message = yield self.mailbox.get()
-            if getattr(message, "epoch", epoch) != epoch:
+            with self.mailbox.get() as get:  # an interrupt withdraws the request: the mailbox
+                message = yield get  # outlives this process and must not feed a dead one
+            if message.epoch != epoch and isinstance(message, STALE_KINDS):
                 continue
             if isinstance(message, InstantRequest):
                 yield from self._instant_request(message)
@@ -205,18 +233,21 @@ class OperatorCoordinator:
             elif isinstance(message, BootstrapMessage):
                 yield from self._bootstrap(message)
             elif isinstance(message, SnapshotRequest):
-                snapshot = coordinator.snapshot_state(message.checkpoint_id)
-                history.info(
-                    me,
-                    "snapshot",
-                    {
-                        "checkpoint": message.checkpoint_id,
-                        "instants": [b.instant for b in snapshot.buffers],
-                    },
-                )
-                message.reply.succeed(snapshot)
+                self._snapshot(message)
             elif isinstance(message, CheckpointComplete):
                 yield from self._notified(message.checkpoint_id)
+
+    def _snapshot(self, message: SnapshotRequest) -> None:
+        snapshot = self.coordinator.snapshot_state(message.checkpoint_id)
+        self.attempt.history.info(
+            self.me,
+            "snapshot",
+            {
+                "checkpoint": message.checkpoint_id,
+                "instants": [b.instant for b in snapshot.buffers],
+            },
+        )
+        message.reply.succeed(snapshot)
 
     def _instant_request(self, message: InstantRequest) -> Generator[Any, Any, None]:
         coordinator, me = self.coordinator, self.me
@@ -234,21 +265,27 @@ class OperatorCoordinator:
         self.subtasks[message.task_id].send(InstantResponse(self.attempt.epoch, instant))
 
     def _bootstrap(self, message: BootstrapMessage) -> Generator[Any, Any, None]:
+        """A task is up: its bootstrap event, if it sent one, goes to the write coordinator;
+        once every task of this attempt is up, failed writes are cleaned (EAGER)."""
         coordinator, event = self.coordinator, message.event
-        self.attempt.history.info(
-            self.me,
-            "bootstrap",
-            {
-                "task": event.task_id,
-                "checkpoint": event.checkpoint_id,
-                "events": [e.summary() for e in event.events],
-            },
-        )
-        results = yield from drive(
-            self.attempt.env, coordinator.handle_bootstrap(event), owner=self.me
-        )
-        self._record_commits(results)
-        if not coordinator.bootstrapping:
+        if event is not None:
+            self.attempt.history.info(
+                self.me,
+                "bootstrap",
+                {
+                    "task": event.task_id,
+                    "checkpoint": event.checkpoint_id,
+                    "events": [e.summary() for e in event.events],
+                },
+            )
+            results = yield from drive(
+                self.attempt.env, coordinator.handle_bootstrap(event), owner=self.me
+            )
+            self._record_commits(results)
+        if message.epoch != self.attempt.epoch:
+            return
+        self._reported.add(message.task_id)
+        if len(self._reported) == coordinator.parallelism and not coordinator.bootstrapping:
             yield from self.services.clean_after_bootstrap(
                 self.me, coordinator.writer, coordinator.pending_instants
             )

@@ -45,8 +45,10 @@ class JobControl(Protocol):
         """The job's current execution attempt (each failover starts the next)."""
         ...
 
-    def fail(self, epoch: int, cause: str) -> None:
-        """Fail attempt ``epoch`` over; nothing if it is no longer current or already failing."""
+    def fail(self, epoch: int, cause: str, *, failed_task: int | None = None) -> None:
+        """Fail attempt ``epoch`` over; nothing if it is no longer current or already failing.
+        ``failed_task``: the write task whose failure it is (Flink may restart its region
+        alone); None for a failure of the whole job (``failJob``, a failed checkpoint)."""
         ...
 
 
@@ -76,9 +78,10 @@ class Attempt:
         drops RPCs addressed to an earlier execution attempt)."""
         return epoch == self.control.epoch
 
-    def fail(self, cause: str) -> None:
-        """Fail this attempt over (Flink's ``failJob``)."""
-        self.control.fail(self.epoch, cause)
+    def fail(self, cause: str, *, failed_task: int | None = None) -> None:
+        """Fail this attempt over: the job (Flink's ``failJob``) or, with ``failed_task``, that
+        write task (``updateTaskExecutionState``)."""
+        self.control.fail(self.epoch, cause, failed_task=failed_task)
 
     def start(self, process: Generator[Any, Any, None]) -> None:
         """Start a role's process (its ``run()``) as a simpy process of this attempt."""
@@ -98,7 +101,7 @@ class Attempt:
             return
         except JOB_FAILURES as error:
             self.history.fail(self.process_name(role), "error", {"error": describe(error)})
-            self.fail(f"{role}: {describe(error)}")
+            self.fail(f"{role}: {describe(error)}", failed_task=task_index(role))
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,12 @@ class Gateway:
         self.channel.send(message, self.deliver)
 
 
+def task_index(role: str) -> int | None:
+    """The write task a role name ``task-<i>`` names (None for any other role)."""
+    prefix, _, index = role.partition("-")
+    return int(index) if prefix == "task" and index.isdigit() else None
+
+
 def describe(error: BaseException) -> str:
     """``<ExceptionClass>: <message>``, as the history records an error."""
     if isinstance(error, FileAlreadyExistsError):
@@ -123,4 +132,4 @@ def describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-__all__ = ["JOB_FAILURES", "Attempt", "Gateway", "JobControl", "describe"]
+__all__ = ["JOB_FAILURES", "Attempt", "Gateway", "JobControl", "describe", "task_index"]

@@ -47,8 +47,8 @@ class FlinkWriteClients:
             view_options=self.view_options,
         )
 
-    def task_writer(self, stage_id: int) -> TableWriter:
-        """A write task's client: data files only."""
+    def task_writer(self, stage_id: int, attempt_id: int = 0) -> TableWriter:
+        """A write task's client (attempt ``attempt_id``): data files only."""
         return TableWriter(
             self.table,
             None,
@@ -56,6 +56,7 @@ class FlinkWriteClients:
             log_block_format=self.log_block_format,
             view_options=self.view_options,
             stage_id=stage_id,
+            attempt_id=attempt_id,
         )
 
     def compactor_writer(self, process: str, stage_id: int) -> TableWriter:

@@ -2,8 +2,9 @@
 
 The protocol state is :class:`models.flink.write_task.WriteTask` (buffer, events sent since the
 last checkpoint, snapshot and restore); this process supplies the task's mailbox and its RPCs.
-On start it restores its state and sends its bootstrap event to the coordinator
-(``AbstractStreamWriteFunction#sendBootstrapEvent``). Then it handles, one at a time:
+On start it restores its state as its Flink attempt number says and tells the coordinator it is
+up, with the bootstrap event Hudi sends (``AbstractStreamWriteFunction#sendBootstrapEvent``;
+:meth:`models.flink.write_task.WriteTask.restore`). Then it handles, one at a time:
 
 - an eager flush (the buffer filled up between checkpoints): ask the coordinator for the instant
   to write into, write the records' data files, send the write-metadata event;
@@ -26,7 +27,7 @@ from typing import Any
 import pyarrow as pa
 import simpy
 
-from models.flink.write_events import WriteMetadataEvent
+from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.flink.write_task import FileLayout, TaskState, WriteTask, write_records
 from models.timeline.instant import Instant, State
 from models.write.writer import TableWriter
@@ -56,6 +57,7 @@ class WriteFunction:
     only, the coordinator commits), the job's file layout and instant-generation mode, the
     storage whose counters price its I/O, and two gateways over its one channel to the job
     manager: write events to the operator coordinator, ACKs to the checkpoint coordinator.
+    ``attempt_number`` is the task's Flink attempt (0 when Flink deployed it afresh).
     ``base_instants`` is only read by the legacy ``base_instant`` file slicing."""
 
     def __init__(
@@ -66,6 +68,7 @@ class WriteFunction:
         *,
         layout: FileLayout,
         mode: str,
+        attempt_number: int,
         eager_flush: bool,
         storage: SimStorage,
         base_instants: BaseInstants,
@@ -78,6 +81,7 @@ class WriteFunction:
         self.writer = writer
         self.layout = layout
         self.mode = mode
+        self.attempt_number = attempt_number
         self.eager_flush = eager_flush
         self.storage = storage
         self.base_instants = base_instants
@@ -119,7 +123,7 @@ class WriteFunction:
 
     def _process(self, state: TaskState | None) -> Generator[Any, Any, None]:
         epoch, task = self.attempt.epoch, self.task
-        self.to_coordinator.send(BootstrapMessage(epoch, task.restore(state)))
+        self.to_coordinator.send(BootstrapMessage(epoch, self.task_id, self._bootstrap(state)))
         while True:
             message = yield self.mailbox.get()
             if isinstance(message, EagerFlush):
@@ -144,6 +148,20 @@ class WriteFunction:
                     # just flushed and started the next one (docs/protocol.md section 6.4).
                     yield from self._wait_for_instant(task.last_checkpoint_id)
 
+    def _bootstrap(self, state: TaskState | None) -> BootstrapEvent | None:
+        """The bootstrap event to send. The minibatch coordinator collects one from every task
+        after any restart (:mod:`models.flink.minibatch`), so in that mode the task re-sends its
+        state whatever its attempt."""
+        timeline = self.writer.timeline
+
+        def pending(instant: str) -> bool:
+            return not timeline.load().is_completed(instant)
+
+        if self.mode == "minibatch":
+            event = self.task.restore(state, attempt=0, pending=pending)
+            return event or BootstrapEvent(self.task_id, -1, ())
+        return self.task.restore(state, attempt=self.attempt_number, pending=pending)
+
     def _flush(self, rows: pa.Table | None, *, last_batch: bool) -> Generator[Any, Any, None]:
         """Write ``rows`` into the current instant and send the write-metadata event."""
         epoch, env = self.attempt.epoch, self.attempt.env
@@ -151,6 +169,7 @@ class WriteFunction:
         if rows is None or rows.num_rows == 0:
             if last_batch:
                 event = WriteMetadataEvent(self.task_id, None, checkpoint_id, (), True, 0)
+                self.task.event_sent(event)
                 self.to_coordinator.send(EventMessage(epoch, event))
             return
         instant = yield from self._wait_for_instant(checkpoint_id)

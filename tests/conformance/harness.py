@@ -71,10 +71,10 @@ Translations (each port's docstring names the ones it relies on):
   that instant.
 - ``notifyCheckpointAborted``, ``subtaskFailed`` and ``subtaskReset`` are no-ops in Hudi's
   coordinator; the models have no such entry points, so these steps call nothing.
-- A task attempt number has no counterpart: :meth:`WriteTask.restore` sends the same bootstrap for
-  every attempt.
+- A task attempt number (``subTaskFails(task, attempt)``) is the ``attempt`` of
+  :meth:`WriteTask.restore` and the last part of the task's write tokens.
 - A global failover (``coordinatorFails`` / ``resetToCheckpoint`` on a started coordinator) is
-  :meth:`WriteCoordinator.restore` on the same object; a JobManager failover
+  :meth:`WriteCoordinator.reset_to_checkpoint` on the same object; a JobManager failover
   (``restartCoordinator``) is a new object restored from the newest coordinator checkpoint.
   ``resetToCheckpoint`` + ``start`` of a new coordinator are one :meth:`WriteCoordinator.restore`.
 """
@@ -399,6 +399,7 @@ class CoordinatorDriver:
         )
         self.own_commits: set[str] = set()  # the OCC check's predecessors (sim/table_services.py)
         self.coordinator = self._new_coordinator()
+        base.run(self.coordinator.start())  # ``startCoordinator``: created and started
         self.instant: str | None = None  # Hudi's coordinator field `instant` ("" = None)
         self.job_failures: list[BaseException] = []  # of the current context
         self.all_job_failures: list[BaseException] = []  # of every context, for the end checks
@@ -483,10 +484,11 @@ class CoordinatorDriver:
         return self._commits(result)
 
     def reset_to_checkpoint(self, state: CoordinatorState | None) -> None:
-        """``resetToCheckpoint``: on a started coordinator (global failover) the model restores
-        at once; on a new one it restores in :meth:`start`."""
+        """``resetToCheckpoint``: on a started coordinator (global failover) at once; on a new
+        one the state waits for :meth:`start`."""
         if self.started:
-            self.execute(lambda: self._commits(self.base.run(self.coordinator.restore(state))))
+            reset = self.coordinator.reset_to_checkpoint(state)
+            self.execute(lambda: self._commits(self.base.run(reset)))
         else:
             self.pending_state = state
 
@@ -494,8 +496,8 @@ class CoordinatorDriver:
         """``start()``: a new coordinator that was reset restores (and recommits) now."""
         restore, self.pending_state = self.pending_state, None
         self.started = True
-        if restore is not None:
-            self.execute(lambda: self._commits(self.base.run(self.coordinator.restore(restore))))
+        started = self.coordinator.restore(restore) if restore else self.coordinator.start()
+        self.execute(lambda: self._commits(self.base.run(started)))
 
     def recreate(self, parallelism: int | None = None, *, new_context: bool = False) -> None:
         """A new coordinator object, not started: ``restartCoordinator`` keeps the wrapper's
@@ -549,18 +551,22 @@ class WritePipeline:
         self.append_mode = conf.operation == "insert"
         self.driver = CoordinatorDriver(base, conf, 1, stage_id=self.job_index + 1)
         self.layout = FileLayout(self.job_index, conf.operation, conf.is_mor, 1)
-        self.task_writer = TableWriter(
-            base.table, None, data_schema=ROW_SCHEMA, stage_id=self.job_index + 1
-        )
         self.gateway: deque[WriteMetadataEvent | BootstrapEvent] = deque()
         self.coordinator_states: dict[int, CoordinatorState] = {}
         self.list_state: TaskState | None = None  # the last begun checkpoint's task state
         self.on_blocked: Callable[[], None] | None = None
         self._setup_write_function()
 
-    def _setup_write_function(self) -> WriteTask:
+    def _setup_write_function(self, attempt: int = 0) -> WriteTask:
         # the harness decides mini-batches per bucket (invoke); the task's own limit never fires
         self.task = WriteTask(self.TASK, 10**9, operation=self.conf.operation)
+        self.task_writer = TableWriter(
+            self.base.table,
+            None,
+            data_schema=ROW_SCHEMA,
+            stage_id=self.job_index + 1,
+            attempt_id=attempt,
+        )
         self.log_versions: dict[tuple[str, str, str], int] = {}
         return self.task
 
@@ -600,7 +606,9 @@ class WritePipeline:
         checkpoint_id = task.last_checkpoint_id
         if rows is None or rows.num_rows == 0:
             if last_batch:
-                self.gateway.append(WriteMetadataEvent(self.TASK, None, checkpoint_id, (), True, 0))
+                event = WriteMetadataEvent(self.TASK, None, checkpoint_id, (), True, 0)
+                task.event_sent(event)
+                self.gateway.append(event)
             return
         instant = self._instant_to_write(checkpoint_id)
         stats = write_records(
@@ -641,13 +649,17 @@ class WritePipeline:
         return self.driver.notify_checkpoint_complete(checkpoint_id)
 
     def subtask_fails(self, task_id: int, attempt: int) -> None:
-        """``subTaskFails(task, attempt)``: ``subtaskFailed`` (a no-op), a new write function
-        restored from the current list state; its bootstrap event is queued, not handled. The
-        model's task has no attempt number."""
+        """``subTaskFails(task, attempt)``: ``subtaskFailed`` (a no-op), a new write function at
+        ``attempt`` restored from the current list state; its bootstrap event, if it sends one,
+        is queued, not handled."""
         assert task_id == self.TASK
-        del attempt
-        task = self._setup_write_function()
-        self.gateway.append(task.restore(self.list_state))
+        task = self._setup_write_function(attempt)
+        timeline = self.base.table.active_timeline
+        boot = task.restore(
+            self.list_state, attempt=attempt, pending=lambda i: not timeline.load().is_completed(i)
+        )
+        if boot is not None:
+            self.gateway.append(boot)
 
     def newest_state(self) -> CoordinatorState | None:
         if self.append_mode or not self.coordinator_states:

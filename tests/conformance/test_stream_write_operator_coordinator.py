@@ -24,12 +24,6 @@ from tests.conformance.harness import (
     partition_path,
 )
 
-NO_BOOTSTRAP_OUTSIDE_RESTORE = (
-    "the model takes a bootstrap event only after restore() and then only once every task sent "
-    "one, else CoordinatorError; Hudi files it under its checkpoint id at any time and recommits "
-    "when every slot is a bootstrap (note C25)"
-)
-
 
 @pytest.fixture
 def h() -> CoordinatorHarness:
@@ -107,16 +101,11 @@ def test_receive_invalid_event(h: CoordinatorHarness) -> None:
     h.after(job_failure_expected=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="WriteMetadataEvent.merge concatenates the write statuses of one task and instant "
-    "(0.14/1.0); Hudi 1.1 merges them per partition path + file id (note M3, HUDI-9762)",
-)
 def test_event_reset(h: CoordinatorHarness) -> None:
     """``TestStreamWriteOperatorCoordinator#testEventReset``, Hudi latest (read_file id 70214737223;
     1.1 differs only in the fourth event's instant, note 10.6).
 
-    ``subtaskFailed`` is a no-op in Hudi and has no counterpart in the model."""
+    ``subtaskFailed`` is a no-op in Hudi: the harness calls nothing."""
     h.reset_to_merge_on_read()
     h.driver.checkpoint_coordinator(1)
     instant = h.request_instant_time(0)
@@ -183,12 +172,6 @@ def send_checkpoint_events(h: CoordinatorHarness, checkpoint_id: int, instant: s
     assert h.driver.job_failure_reason is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a restored instant is recommitted only once every task's bootstrap arrived; no later "
-    "notification commits an incomplete bootstrap buffer (no deferred recommit, note C25/C26, "
-    "PR apache/hudi#19952)",
-)
 def test_deferred_recommit_after_scale_up(h: CoordinatorHarness) -> None:
     """``TestStreamWriteOperatorCoordinator#testDeferredRecommitAfterScaleUp``, Hudi latest (id
     70214737223, note 10.7). The commit metadata's partitions are read from the model's timeline."""
@@ -214,15 +197,12 @@ def test_deferred_recommit_after_scale_up(h: CoordinatorHarness) -> None:
     h.after()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Hudi disables this test (apache/hudi#19922, deferred bootstrap metadata omitted from "
-    "the next checkpoint); the model loses the first batch too: it never recommits an incomplete "
-    "bootstrap (note 8.2, C25)",
-)
 def test_deferred_recommit_survives_another_restart(h: CoordinatorHarness) -> None:
     """``TestStreamWriteOperatorCoordinator#testDeferredRecommitSurvivesAnotherRestart``, Hudi
-    latest (id 70214737223, ``@Disabled``, note 10.8)."""
+    latest (id 70214737223, note 10.8). Hudi keeps it ``@Disabled`` (apache/hudi#19922: the
+    coordinator's checkpoint leaves the waiting bootstrap buffer out); it passes on the models'
+    latest rules, which take the remedy proposed upstream (``checkpoint_deferred_recommits``;
+    the catalog's ``deferred_recommit_lost`` runs Hudi's rule and loses the batch)."""
     restored = restore_first_checkpoint_after_scale_up(h)
     next_instant = h.request_instant_time(1)
     assert next_instant is not None
@@ -259,7 +239,6 @@ def test_checkpoint_complete_with_partial_events(h: CoordinatorHarness) -> None:
     h.after()
 
 
-@pytest.mark.xfail(strict=True, reason=NO_BOOTSTRAP_OUTSIDE_RESTORE)
 def test_recommit_with_partial_uncommitted_events(h: CoordinatorHarness) -> None:
     """``TestStreamWriteOperatorCoordinator#testRecommitWithPartialUncommittedEvents``, Hudi 1.1
     (4f80914b) / latest (note 10.10). The event flagged ``setBootstrap(true)`` is a
@@ -282,7 +261,6 @@ def test_recommit_with_partial_uncommitted_events(h: CoordinatorHarness) -> None
     h.after()
 
 
-@pytest.mark.xfail(strict=True, reason=NO_BOOTSTRAP_OUTSIDE_RESTORE)
 def test_stop_heartbeat_for_uncommitted_event_with_lazy_clean_policy(
     h: CoordinatorHarness,
 ) -> None:
@@ -302,7 +280,6 @@ def test_stop_heartbeat_for_uncommitted_event_with_lazy_clean_policy(
     h.after()
 
 
-@pytest.mark.xfail(strict=True, reason=NO_BOOTSTRAP_OUTSIDE_RESTORE)
 def test_recommit_with_lazy_failed_writes_clean_policy(h: CoordinatorHarness) -> None:
     """``TestStreamWriteOperatorCoordinator#testRecommitWithLazyFailedWritesCleanPolicy``, Hudi 1.1
     (4f80914b) / latest (note 10.12). The clean policy has no effect on the model's coordinator."""

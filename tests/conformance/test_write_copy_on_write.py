@@ -41,14 +41,9 @@ EMPTY_FLUSH_REQUESTS_NO_INSTANT = (
     "checkpoint and reports the empty batch into it (note W14)"
 )
 EMPTY_FLUSH_THEN_RESTART = (
-    "an empty last batch asks for no instant, so its event joins no buffer (note W14); the task "
-    "restarts that follow differ too: every attempt re-sends the task state and a bootstrap "
-    "outside restore() is refused (note W10, C25)"
-)
-RESTART_RESENDS_EVERY_ATTEMPT = (
-    "a restarted task re-sends its restored events whatever the attempt and the coordinator "
-    "takes a bootstrap only after restore() (CoordinatorError otherwise); Hudi 1.1's task at "
-    "attempt > 0 sends an empty bootstrap that clears its slots (note W10, E4, C25)"
+    "an empty last batch asks for no instant, so its event joins no buffer and the restarted "
+    "task's state holds no instant for it (note W14); the restart steps themselves agree "
+    "(attempt numbers, empty bootstraps, note W10/E4/C25)"
 )
 COW_SECOND_FLUSH_SAME_FILE = (
     "a second flush into one COW file group within one instant writes the same base file name "
@@ -139,8 +134,7 @@ class TestWriteCopyOnWrite:
 
     @pytest.mark.xfail(strict=True, reason=EMPTY_FLUSH_THEN_RESTART)
     def test_subtask_fails(self) -> None:
-        """``TestWriteCopyOnWrite#testSubtaskFails``, Hudi 1.1 at 4f80914b (note 11.3). The attempt
-        numbers have no counterpart in the model (every restart re-sends the task state)."""
+        """``TestWriteCopyOnWrite#testSubtaskFails``, Hudi 1.1 at 4f80914b (note 11.3)."""
         self.conf = self.conf.clone(commit_ack_timeout_ms=1)
         (
             self.prepare_pipeline()
@@ -597,7 +591,6 @@ class TestWriteCopyOnWrite:
         pipeline1.end()
         pipeline2.end()
 
-    @pytest.mark.xfail(strict=True, reason=RESTART_RESENDS_EVERY_ATTEMPT)
     def test_rollback_failed_writes_with_lazy_clean_policy(self) -> None:
         """``TestWriteCopyOnWrite#testRollbackFailedWritesWithLazyCleanPolicy``, Hudi 1.1 at
         4f80914b (note 11.23). The clean policy has no effect on the model's coordinator."""

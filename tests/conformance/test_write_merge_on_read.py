@@ -23,13 +23,6 @@ from tests.conformance.harness import (
     Conf,
 )
 
-RESTARTED_TASK_REUSES_LOG_VERSION = (
-    "a restarted write task forgets its log versions and its write token has no attempt number, "
-    "so its flush into the same pending instant and file group re-creates log version 1 "
-    "(FileAlreadyExistsError); Hudi's write token carries the task attempt (and the bootstrap "
-    "is refused before that, note W10/C25)"
-)
-
 
 class TestWriteMergeOnRead(cow.TestWriteCopyOnWrite):
     """``TestWriteMergeOnRead extends TestWriteCopyOnWrite``."""
@@ -57,7 +50,6 @@ class TestWriteMergeOnRead(cow.TestWriteCopyOnWrite):
 
     # --- inherited ports whose outcome differs on MOR ---------------------------------------
 
-    @pytest.mark.xfail(strict=True, reason=RESTARTED_TASK_REUSES_LOG_VERSION)
     def test_non_blocked_instant_request_after_failover(self) -> None:
         """``TestWriteCopyOnWrite#testNonBlockedInstantRequestAfterFailover`` on MOR, Hudi 1.1 at
         4f80914b (note 11.6): the restarted task's flush into the pending instant of checkpoint key

@@ -196,11 +196,12 @@ def test_minibatch_commits_rewritten_batches_twice(operation):
 
 
 def test_unpersisted_write_metadata_loses_records():
-    """HUDI-9570 (the runs of tests/sim/test_job.py): a lost notification, then a crash."""
-    faults = {"ack_loss": 0.5, "writer_crash_per_hour": 360}
-    lost = cached_run(scenario_toml(seed=1, faults=faults, protocol={"persist_write_meta": False}))
+    """HUDI-9570 (the runs of tests/sim/test_job.py): a lost notification, then a job manager
+    crash."""
+    faults = {"ack_loss": 0.5, "coordinator_crash_per_hour": 360}
+    lost = cached_run(scenario_toml(seed=2, faults=faults, protocol={"persist_write_meta": False}))
     verdict = check_exactly_once(lost.history.events, lost.table)
     assert any("data loss" in why for why in whys(verdict)), whys(verdict)
-    kept = cached_run(scenario_toml(seed=1, faults=faults, protocol={"persist_write_meta": True}))
+    kept = cached_run(scenario_toml(seed=2, faults=faults, protocol={"persist_write_meta": True}))
     verdict = check_exactly_once(kept.history.events, kept.table)
     assert verdict.ok, whys(verdict)

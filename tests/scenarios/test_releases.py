@@ -45,6 +45,10 @@ EXPECTED: dict[str, dict[str, str | bool]] = {
         "put_if_absent": True,
         "commit_scope": "all_below",
         "snapshot_partial_buffers": False,
+        "reset_recommit": "immediate",
+        "restored_checkpoint_id": "attempt_gt_0",
+        "restored_events_resend": "every_attempt",
+        "checkpoint_deferred_recommits": False,
         "partial_update_merge": "column_group",
         "failed_writes_cleaning": "EAGER",
     },
@@ -56,6 +60,10 @@ EXPECTED: dict[str, dict[str, str | bool]] = {
         "put_if_absent": True,
         "commit_scope": "all_below",
         "snapshot_partial_buffers": True,
+        "reset_recommit": "next_notification",
+        "restored_checkpoint_id": "attempt_gt_0",
+        "restored_events_resend": "attempt_0",
+        "checkpoint_deferred_recommits": False,
         "partial_update_merge": "column_group",
         "failed_writes_cleaning": "EAGER",
     },
@@ -67,6 +75,10 @@ EXPECTED: dict[str, dict[str, str | bool]] = {
         "put_if_absent": True,
         "commit_scope": "all_below",
         "snapshot_partial_buffers": False,
+        "reset_recommit": "immediate",
+        "restored_checkpoint_id": "always",
+        "restored_events_resend": "attempt_0",
+        "checkpoint_deferred_recommits": True,
         "partial_update_merge": "column_group",
         "failed_writes_cleaning": "EAGER",
     },
@@ -118,16 +130,28 @@ def test_known_bad_values_no_release_ships_are_never_a_preset(switch: str) -> No
 
 
 def test_the_presets_differ_where_a_release_carries_a_bug() -> None:
-    """apache/hudi#19774 in 1.0 and 1.1, #19215 in 1.1 only (#14365 is kept at the real rule:
-    the switch would overstate it)."""
+    """apache/hudi#19774 in 1.0 and 1.1, #19215 in 1.1 only, #19922 (restored checkpoint id, the
+    deferred recommit left out of the checkpoint) in 1.0 and 1.1 as modelled, 1.0's re-send at
+    every attempt (#14365 is kept at the real rule: the switch would overstate it)."""
     latest = preset_values(LATEST)
     changed = {
         release: {k for k, v in preset_values(release).items() if v != latest[k]}
         for release in RELEASES
     }
     assert changed == {
-        "1.0": {"slice_anchor"},
-        "1.1": {"slice_anchor", "snapshot_partial_buffers"},
+        "1.0": {
+            "slice_anchor",
+            "restored_checkpoint_id",
+            "restored_events_resend",
+            "checkpoint_deferred_recommits",
+        },
+        "1.1": {
+            "slice_anchor",
+            "snapshot_partial_buffers",
+            "reset_recommit",
+            "restored_checkpoint_id",
+            "checkpoint_deferred_recommits",
+        },
         "latest": set(),
     }
 

@@ -175,7 +175,7 @@ def test_under_truetime_the_recorded_times_increase_in_history_order():
     """Within the bound (default skew 50 ms, bound 200 ms) and with crashes and lost ACKs."""
     events = cached_run(FAULTY_TWO_JOBS).history.events
     times = [e.value["time"] for e in events if e.f == INSTANT_TIME]
-    assert len(times) > 50
+    assert len(times) > 40
     assert all(a < b for a, b in pairwise(times))
     assert all(e.value["locked"] for e in events if e.f == INSTANT_TIME)
     # taken under one lock with a 200 ms wait: consecutive times at least that far apart

@@ -158,7 +158,7 @@ def test_a_caught_known_bad_variant_exits_0(tmp_path):
 [scenario]
 name = "hudi_9570"
 duration_s = 30
-seed = 1
+seed = 2
 
 [[jobs]]
 writers = 2
@@ -168,7 +168,7 @@ key_space = 2000
 
 [faults]
 ack_loss = 0.5
-writer_crash_per_hour = 360
+coordinator_crash_per_hour = 360
 
 [protocol]
 persist_write_meta = false

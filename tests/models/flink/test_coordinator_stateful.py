@@ -62,7 +62,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from models.flink.coordinator import CommitResult, CoordinatorError, WriteCoordinator
+from models.flink.coordinator import CommitResult, CoordinatorError, RestoreRules, WriteCoordinator
 from models.flink.event_buffers import CoordinatorState
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.flink.write_task import FileLayout, TaskState, WriteTask, route, write_records
@@ -87,6 +87,8 @@ from models.write.writer import TableWriter
 from tests.table_harness import START_MS
 
 PARALLELISM = 2
+TASK_SWITCHES = ("restored_checkpoint_id", "restored_events_resend")
+RESTORE_SWITCHES = ("snapshot_partial_buffers", "reset_recommit", "checkpoint_deferred_recommits")
 BUCKETS = 2
 PARTITIONS = 2
 KEY_SPACE = 12
@@ -118,7 +120,14 @@ class Ack:
     state: TaskState
 
 
-Outgoing = BootstrapEvent | WriteMetadataEvent | Ack
+@dataclass(frozen=True)
+class Up:
+    """A restarted task is running (behind the bootstrap event it sent, if any)."""
+
+    task_id: int
+
+
+Outgoing = BootstrapEvent | WriteMetadataEvent | Ack | Up
 
 
 @dataclass
@@ -170,6 +179,7 @@ class FlinkJob:
         """``variants``: known-bad coordinator switches (``commit_scope``,
         ``snapshot_partial_buffers``), passed to every coordinator the job starts."""
         self.mode = mode
+        self.task_switches = {k: variants.pop(k) for k in TASK_SWITCHES if k in variants}
         self.variants = variants
         self.operation = operation
         self.parallelism = parallelism
@@ -199,6 +209,7 @@ class FlinkJob:
         self.commits: list[CommitResult] = []
         self.commit_attempts: list[int] = []  # the execution attempt that made each commit
         self.attempt = 0
+        self.task_attempt = 0  # the tasks' Flink attempt number
         self.covered: dict[int, int] = {}  # completed checkpoint id -> source offset it covers
         self.handled: int | None = None  # newest checkpoint whose data must be committed by now
         self.emitted = 0  # highest offset ever emitted (exclusive), across restarts
@@ -218,28 +229,57 @@ class FlinkJob:
 
     # --- lifecycle -------------------------------------------------------------------------------
 
-    def _launch(self, checkpoint: CompletedCheckpoint | None) -> None:
-        """A new execution attempt restored from ``checkpoint``: coordinator restore (re-commits
-        restored instants), then every task restores and queues its bootstrap event."""
+    def _launch(self, checkpoint: CompletedCheckpoint | None, path: str = "jobmanager") -> None:
+        """A new execution attempt restored from ``checkpoint``. ``jobmanager``: a new coordinator
+        restored (re-commits restored instants), every task deployed afresh (attempt 0) queues
+        the bootstrap event of its restored state; ``global``: the coordinator reset to the
+        checkpoint, every task restarted (attempt + 1) queues an empty bootstrap."""
         self.attempt += 1
+        self.path = path
+        if path == "global":
+            self.task_attempt += 1
+            self.task_writer = TableWriter(
+                HudiTable(self.storage), None, data_schema=SCHEMA, attempt_id=self.task_attempt
+            )
+            self._restart_tasks()
+            self.restored = checkpoint.checkpoint_id if checkpoint else None
+            self.offset = checkpoint.source_offset if checkpoint else 0
+            state = checkpoint.coordinator if checkpoint else None
+            self._record(run(self.coordinator.reset_to_checkpoint(state), self.clock))
+            self._queue_bootstraps(checkpoint)
+            return
+        self.task_attempt = 0
         generator = make_time_generator(
             "truetime", clock=self.clock, lock=self.lock, max_expected_clock_skew_ms=1
         )
         self.writer = TableWriter(HudiTable(self.storage), generator, data_schema=SCHEMA)
         self.task_writer = TableWriter(HudiTable(self.storage), None, data_schema=SCHEMA)
+        variants = dict(self.variants)
+        rules = {k: variants.pop(k) for k in RESTORE_SWITCHES if k in variants}
         self.coordinator = WriteCoordinator(
             self.writer,
             parallelism=self.parallelism,
             mode=self.mode,
             operation_type="UPSERT" if self.operation == "upsert" else "INSERT",
-            **self.variants,
+            restore_rules=RestoreRules(**rules),  # type: ignore[arg-type]
+            **variants,  # type: ignore[arg-type]
         )
+        self._restart_tasks()
+        self.restored = checkpoint.checkpoint_id if checkpoint else None
+        self.offset = checkpoint.source_offset if checkpoint else 0
+        state = checkpoint.coordinator if checkpoint else None
+        self._record(run(self.coordinator.restore(state), self.clock))
+        self._queue_bootstraps(checkpoint)
+
+    def _restart_tasks(self) -> None:
+        """Every task and its channels anew (messages in flight are dropped)."""
         self.tasks = [
             WriteTask(
                 i,
                 buffer_records=10**9,  # eager flushes are rules of their own
                 operation=self.operation,
                 persist_write_meta=self.persist_write_meta,
+                **self.task_switches,  # type: ignore[arg-type]
             )
             for i in range(self.parallelism)
         ]
@@ -251,20 +291,30 @@ class FlinkJob:
         self.pending: PendingCheckpoint | None = None
         self.epoch_instants = []
         self.writing = set()
-        self.restored = checkpoint.checkpoint_id if checkpoint else None
-        self.offset = checkpoint.source_offset if checkpoint else 0
-        state = checkpoint.coordinator if checkpoint else None
-        self._record(run(self.coordinator.restore(state), self.clock))
-        task_states = checkpoint.tasks if checkpoint else (None,) * self.parallelism
-        for task, task_state in zip(self.tasks, task_states, strict=True):
-            self.outboxes[task.task_id].append(task.restore(task_state))
 
-    def failover(self, cause: str) -> None:
+    def _queue_bootstraps(self, checkpoint: CompletedCheckpoint | None) -> None:
+        """Every task restores its state and queues its bootstrap event (if any) and ``Up``."""
+        task_states = checkpoint.tasks if checkpoint else (None,) * self.parallelism
+        timeline = self.writer.timeline
+        for task, task_state in zip(self.tasks, task_states, strict=True):
+            boot = task.restore(
+                task_state,
+                attempt=self.task_attempt,
+                pending=lambda i: not timeline.load().is_completed(i),
+            )
+            if boot is None and self.mode == "minibatch":
+                boot = BootstrapEvent(task.task_id, -1, ())
+            if boot is not None:
+                self.outboxes[task.task_id].append(boot)
+            self.outboxes[task.task_id].append(Up(task.task_id))
+        self.reported: set[int] = set()
+
+    def failover(self, cause: str, path: str = "jobmanager") -> None:
         """Every process of the attempt dies, messages in flight are dropped, and the job
-        restarts from the last completed checkpoint."""
+        restarts from the last completed checkpoint along ``path`` (see :meth:`_launch`)."""
         self.failovers += 1
         self.job_errors.append(cause)
-        self._launch(self.completed)
+        self._launch(self.completed, path)
 
     # --- source ----------------------------------------------------------------------------------
 
@@ -349,6 +399,7 @@ class FlinkJob:
         if rows is None or rows.num_rows == 0:
             if last_batch:
                 event = WriteMetadataEvent(task_id, None, checkpoint_id, (), True, 0)
+                task.event_sent(event)
                 self.outboxes[task_id].append(event)
             return True
         instant = self._request(task_id, checkpoint_id)
@@ -397,12 +448,16 @@ class FlinkJob:
                 self.pending.acks[task_id] = message.state
             return
         try:
-            if isinstance(message, BootstrapEvent):
-                self._record(run(self.coordinator.handle_bootstrap(message), self.clock))
-                if not self.coordinator.bootstrapping:
+            if isinstance(message, Up):
+                self.reported.add(task_id)
+                if len(self.reported) == self.parallelism and not self.coordinator.bootstrapping:
                     self.clean_failed_writes()
-                    if self.restored is not None:
+                    # after a global failover the coordinator's live buffers wait for the next
+                    # notification; a new coordinator re-commits at once
+                    if self.restored is not None and self.path == "jobmanager":
                         self._handled(self.restored)
+            elif isinstance(message, BootstrapEvent):
+                self._record(run(self.coordinator.handle_bootstrap(message), self.clock))
             else:
                 self.writing.discard(task_id)
                 if message.instant is not None:
@@ -410,6 +465,10 @@ class FlinkJob:
                 self.coordinator.handle_event(message)
         except CoordinatorError as error:
             self.failover(f"coordinator: {error}")
+
+    def bootstraps_delivered(self) -> bool:
+        """No task's bootstrap event is still on its way to the coordinator."""
+        return not any(isinstance(m, BootstrapEvent) for box in self.outboxes for m in box)
 
     def clean_failed_writes(self) -> None:
         """``EAGER`` failed-writes cleaning once a restarted job re-committed what it could (as
@@ -828,6 +887,19 @@ class PipelineMachine(RuleBasedStateMachine):
     def crash(self) -> None:
         self.job.failover("crash")
 
+    @precondition(
+        lambda self: (
+            self.failures_left() and self.mode != "minibatch" and self.job.bootstraps_delivered()
+        )
+    )
+    @rule()
+    def fail_job(self) -> None:
+        """A global failover: the coordinator kept and reset, the tasks at the next attempt.
+        Not while a task's bootstrap is undelivered: Hudi's restarted task (attempt > 0) never
+        re-sends, so the restored events are lost then
+        (:func:`test_restart_before_the_bootstrap_reached_a_new_coordinator`)."""
+        self.job.failover("failJob", path="global")
+
     # --- checks ----------------------------------------------------------------------------------
 
     @invariant()
@@ -985,30 +1057,67 @@ def test_lost_notification_and_the_commit_scope(commit_scope: str) -> None:
     assert [r.checkpoint_id for r in job.commits] == [-1, 1]
 
 
-@pytest.mark.parametrize("snapshot_partial_buffers", [False, True])
-def test_snapshot_of_a_buffer_still_being_filled(snapshot_partial_buffers: bool) -> None:
-    """apache/hudi#19215: every task flushed eagerly into instant B before checkpoint 2, so the
-    coordinator's snapshot for 2 sees B with every slot filled but no last batch yet; checkpoint
-    2 completes and the job fails before its notification. Persisting only fully received buffers
-    lets the tasks' re-sent events commit B whole; persisting B as it was commits it half."""
-    job = FlinkJob("async", "insert", snapshot_partial_buffers=snapshot_partial_buffers)
+@pytest.mark.parametrize(
+    ("snapshot_partial_buffers", "reset_recommit", "loses"),
+    [
+        (True, "next_notification", True),  # Hudi 1.1
+        (True, "immediate", True),  # the recommit alone recommits the stored empty buffer
+        (False, "next_notification", False),  # the live buffer stays
+        (False, "immediate", False),  # apache/hudi#19237
+    ],
+)
+def test_hudi_19215_global_failover_after_an_empty_buffer_snapshot(
+    snapshot_partial_buffers: bool, reset_recommit: str, loses: bool
+) -> None:
+    """apache/hudi#19215: a task asked for instant B before checkpoint 2 and wrote nothing yet, so
+    the coordinator's snapshot for 2 sees B's buffer empty; the tasks then flush their last
+    batches into B and checkpoint 2 completes; a global failover before its notification resets
+    the coordinator (the same object) to checkpoint 2 and restarts the tasks at attempt 1, which
+    re-send nothing. Storing the empty buffer (Hudi 1.1's ``getAllCompletedEvents``) puts it
+    over the filled one and B is dropped: the completed checkpoint's records are lost."""
+    job = FlinkJob(
+        "async",
+        "insert",
+        snapshot_partial_buffers=snapshot_partial_buffers,
+        reset_recommit=reset_recommit,
+    )
     job.checkpoint_round(4)
     job.notify(0)
     job.ingest(4)
-    for task in range(PARALLELISM):
-        job.eager_flush(task)
-    job.quiesce()  # the eager events reach the coordinator before checkpoint 2 starts
-    job.checkpoint_round(4)
-    assert [len(b.events) for b in job.completed.coordinator.buffers] == (
-        [PARALLELISM] if snapshot_partial_buffers else []
+    job.request_only(0)  # B's buffer exists, empty, when the coordinator snapshots checkpoint 2
+    job.checkpoint_round(0)
+    assert [b.is_empty for b in job.completed.coordinator.buffers] == (
+        [True] if snapshot_partial_buffers else []
     )
-    job.failover("crash before the notification for checkpoint 2")
+    job.failover("commit failed at the notification for checkpoint 2", path="global")
     job.quiesce()
-    if snapshot_partial_buffers:
-        with pytest.raises(ProtocolViolation, match=r"boundary >= 12"):
-            job.check()
+    if loses:
+        with pytest.raises(ProtocolViolation, match=r"\[4, 5, 6, 7\] missing"):
+            job.drain()
+            job.check_final()
         return
-    job.check()
+    job.drain()  # next_notification: B waits for the next checkpoint's notification
+    job.check_final()
+
+
+@pytest.mark.parametrize("resend", ["attempt_0", "every_attempt"])
+def test_restart_before_the_bootstrap_reached_a_new_coordinator(resend: str) -> None:
+    """Checkpoint 1 completes, the JobManager fails before its notification, and the job fails
+    again (a global failover) before the tasks' attempt-0 bootstraps reached the new coordinator.
+    Hudi's tasks at attempt 1 send empty bootstraps (``restored_events_resend = "attempt_0"``),
+    so checkpoint 1's write metadata reaches no one and the next checkpoint's task state no longer
+    holds it: lost. Re-sending at every attempt (Hudi 1.0's rule) commits it."""
+    job = FlinkJob("async", "upsert", restored_events_resend=resend)
+    job.checkpoint_round(4)
+    job.failover("the JobManager fails")  # new coordinator; bootstraps queued, undelivered
+    assert not job.bootstraps_delivered()
+    job.failover("failJob", path="global")
+    job.quiesce()
+    if resend == "attempt_0":
+        with pytest.raises(ProtocolViolation, match="missing"):
+            job.drain()
+            job.check_final()
+        return
     job.drain()
     job.check_final()
 

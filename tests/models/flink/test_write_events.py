@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import pytest
 
-from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
+from models.flink.write_events import BootstrapEvent, WriteMetadataEvent, merge_write_stats
 from models.format.commit_metadata import WriteStat
 
 
 def stat(name: str) -> WriteStat:
     return WriteStat(file_id=f"fg-{name}", path=f"part=p0/{name}", partition_path="part=p0")
+
+
+def test_merge_statuses_of_the_same_file_are_merged_others_kept():
+    """Hudi 1.1 ``mergeWith`` (HUDI-9762): one status per file, counts summed; the model keeps
+    the statuses of different files of one file group apart (each flush is its own log)."""
+    same = WriteStat(file_id="fg", path="part=p0/f", partition_path="part=p0", num_writes=2)
+    again = WriteStat(file_id="fg", path="part=p0/f", partition_path="part=p0", num_writes=3)
+    other = WriteStat(file_id="fg", path="part=p0/g", partition_path="part=p0", num_writes=1)
+    a = WriteMetadataEvent(1, "20260101000000000", 3, [same], records=2)
+    m = a.merge(WriteMetadataEvent(1, "20260101000000000", 3, [again, other], records=4))
+    assert [(s.path, s.num_writes) for s in m.write_stats] == [("part=p0/f", 5), ("part=p0/g", 1)]
+    assert merge_write_stats((same, other)) == (same, other)
 
 
 def test_merge_concatenates_ors_and_sums():
@@ -64,5 +76,6 @@ def test_empty_tuple_coercion_and_summary():
 def test_bootstrap_event():
     e = WriteMetadataEvent(3, "20260101000000000", 1, [stat("x")])
     b = BootstrapEvent(3, 2, [e])
-    assert b.events == (e,)
+    assert b.events == (e,) and not b.is_empty and not b.clears
     assert BootstrapEvent(3, -1).events == ()
+    assert BootstrapEvent(3, 2, clears=True).is_empty

@@ -16,6 +16,7 @@ from models.flink.write_task import (
     bucket_file_id,
     insert_file_id,
     precombine,
+    redistribute,
     route,
     write_records,
 )
@@ -224,7 +225,13 @@ def test_snapshot_state_merges_per_instant():
     assert task.last_checkpoint_id == 5
 
 
-def test_restore_returns_bootstrap_event():
+def never_completed(instant: str) -> bool:
+    return True
+
+
+def test_restore_at_attempt_0_resends_the_pending_restored_events():
+    """``sendBootstrapEvent`` at attempt 0 (Hudi 1.1): the restored events whose instants are
+    pending, flagged bootstrap, not last batches; the restored id becomes the task's."""
     task = WriteTask(1, buffer_records=10)
     e = WriteMetadataEvent(1, I1, 6, [stat("a")], True, 3)
     task.event_sent(e)
@@ -233,15 +240,54 @@ def test_restore_returns_bootstrap_event():
     fresh = WriteTask(1, buffer_records=10)
     fresh.add(upserts(0, 5))
     fresh.event_sent(WriteMetadataEvent(1, I2, 8, [stat("z")]))
-    boot = fresh.restore(state)
-    assert boot == BootstrapEvent(1, 7, (e,))
+    boot = fresh.restore(state, attempt=0, pending=never_completed)
+    resent = WriteMetadataEvent(1, I1, 6, (stat("a"),), False, 3, bootstrap=True)
+    assert boot == BootstrapEvent(1, 7, (resent,))
     assert fresh.last_checkpoint_id == 7
     assert fresh.buffered_rows == 0 and fresh.take_buffer() is None
     # the pre-failure interval's events are gone: the next snapshot does not resend them
     assert fresh.snapshot_state(8).events == ()
-
-    assert fresh.restore(None) == BootstrapEvent(1, -1, ())
+    # a completed instant is not re-sent; a fresh start sends nothing
+    assert fresh.restore(state, attempt=0, pending=lambda i: False) is None
+    assert fresh.restore(None, attempt=0, pending=never_completed) is None
     assert fresh.last_checkpoint_id == -1
+
+
+def test_restore_at_attempt_1_sends_an_empty_bootstrap_that_clears():
+    task = WriteTask(1, buffer_records=10)
+    task.event_sent(WriteMetadataEvent(1, I1, 6, [stat("a")], True, 3))
+    state = task.snapshot_state(7)
+    assert WriteTask(1, 10).restore(state, attempt=1, pending=never_completed) == BootstrapEvent(
+        1, 7, (), clears=True
+    )
+    assert WriteTask(1, 10).restore(None, attempt=2, pending=never_completed) == BootstrapEvent(
+        1, -1, (), clears=True
+    )
+    every = WriteTask(1, 10, restored_events_resend="every_attempt")
+    boot = every.restore(state, attempt=1, pending=never_completed)
+    assert boot is not None and boot.clears and [e.instant for e in boot.events] == [I1]
+
+
+@pytest.mark.parametrize(
+    ("rule", "attempt", "adopted"),
+    [("always", 0, 7), ("always", 1, 7), ("attempt_gt_0", 0, -1), ("attempt_gt_0", 1, 7)],
+)
+def test_the_restored_checkpoint_id_rule(rule: str, attempt: int, adopted: int):
+    """apache/hudi#19922 / #19952: 1.1 adopts the restored id only at attempt > 0."""
+    state = TaskState(0, 7, ())
+    task = WriteTask(0, 10, restored_checkpoint_id=rule)
+    task.restore(state, attempt=attempt, pending=never_completed)
+    assert task.last_checkpoint_id == adopted
+
+
+def test_an_empty_last_batch_is_kept_in_the_state_when_nothing_else_was_sent():
+    task = WriteTask(0, buffer_records=10)
+    task.event_sent(WriteMetadataEvent(0, None, 2, (), True, 0))
+    assert task.snapshot_state(3).events == (WriteMetadataEvent(0, None, 2, (), True, 0),)
+    task.event_sent(WriteMetadataEvent(0, I1, 3, [stat("a")], False, 1))
+    task.event_sent(WriteMetadataEvent(0, None, 3, (), True, 0))
+    (merged,) = task.snapshot_state(4).events
+    assert merged.instant == I1 and merged.last_batch
 
 
 def test_without_persisted_write_meta_the_state_is_empty():
@@ -250,7 +296,18 @@ def test_without_persisted_write_meta_the_state_is_empty():
     state = task.snapshot_state(3)
     assert state == TaskState(0, 3, ())
     assert task.last_checkpoint_id == 3
-    assert WriteTask(0, 10).restore(state) == BootstrapEvent(0, 3, ())
+    assert WriteTask(0, 10).restore(state, attempt=0, pending=never_completed) is None
+
+
+def test_redistribute_splits_the_list_state_over_the_new_parallelism():
+    e0 = WriteMetadataEvent(0, I1, 6, [stat("a")], True, 3)
+    e1 = WriteMetadataEvent(1, I1, 6, [stat("b")], True, 3)
+    states = (TaskState(0, 7, (e0,)), TaskState(1, 7, (e1,)))
+    up = redistribute(states, 4)
+    assert [s.events for s in up] == [(e0,), (e1,), (), ()]
+    assert [s.task_id for s in up] == [0, 1, 2, 3] and {s.checkpoint_id for s in up} == {7}
+    (down,) = redistribute(states, 1)
+    assert down.events == (e0, e1)
 
 
 # --- write_records -------------------------------------------------------------------------------

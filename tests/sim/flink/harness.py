@@ -22,9 +22,11 @@ class FakeControl:
 
     epoch: int = 1
     failures: list[tuple[int, str]] = field(default_factory=list)
+    failed_tasks: list[int | None] = field(default_factory=list)
 
-    def fail(self, epoch: int, cause: str) -> None:
+    def fail(self, epoch: int, cause: str, *, failed_task: int | None = None) -> None:
         self.failures.append((epoch, cause))
+        self.failed_tasks.append(failed_task)
 
 
 class RoleHarness:

@@ -5,14 +5,14 @@ what the commit path does by itself."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
 
 from models.flink.coordinator import WriteCoordinator
 from models.flink.event_buffers import CoordinatorState
-from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
+from models.flink.write_events import WriteMetadataEvent
 from models.timeline.instant import Instant, State
 from models.txn.concurrency import ConcurrentWriteConflict
 from sim.flink.operator_coordinator import CommitReporter, OperatorCoordinator
@@ -80,7 +80,7 @@ class Served:
         )
         self.answers: list[InstantResponse] = []
         self.role.subtask_ready(0, self.h.gateway("jm->task-0", self.answers.append))
-        self.h.env.process(self.role.run(None))
+        self.process = self.h.env.process(self.role.run(None, "start"))
 
     def _on_notified(self) -> None:
         self.notified += 1
@@ -90,7 +90,7 @@ class Served:
         self.h.env.run(until=self.h.env.now + run_ms)
 
     def instant(self) -> str:
-        self.send(BootstrapMessage(1, BootstrapEvent(0, -1)))
+        self.send(BootstrapMessage(1, 0, None))
         self.send(InstantRequest(1, 0, -1))
         return self.answers[-1].instant
 
@@ -107,11 +107,21 @@ def test_an_instant_request_starts_an_instant_and_answers_through_the_tasks_gate
     assert served.h.named == [ME]
 
 
-def test_a_message_of_an_earlier_attempt_is_dropped():
+def test_a_request_of_an_earlier_attempt_is_dropped_its_events_are_handled():
+    """A coordinator that survives a failover keeps its mailbox: write events queued before are
+    still filed (their buffers may be committed), requests whose sender is gone are not."""
     served = Served()
-    served.h.control.epoch = 2  # the job failed over since
-    served.role.deliver(InstantRequest(1, 0, -1))
-    assert served.role.mailbox.items == []
+    instant = served.instant()
+    served.process.interrupt("failover")  # the job failed over since: a task's region restarts
+    served.h.env.run(until=served.h.env.now + 1)
+    served.role.rebind(replace(served.h.attempt, epoch=2))
+    served.h.env.process(served.role.run(None, "region"))
+    served.role.subtask_ready(0, served.h.gateway("jm->task-0", served.answers.append))
+    answered = len(served.answers)
+    served.send(InstantRequest(1, 0, -1))
+    assert len(served.answers) == answered
+    served.send(EventMessage(1, WriteMetadataEvent(0, instant, -1, (), True, 0)))
+    assert [e.value["instant"] for e in served.h.events("event")] == [instant]
 
 
 def test_a_snapshot_request_is_answered_with_the_coordinators_state():

@@ -45,6 +45,7 @@ class Task:
             clients.task_writer(1),
             layout=self.job.layout,
             mode=mode,
+            attempt_number=0,
             eager_flush=eager_flush,
             storage=clients.storage,
             base_instants=clients.latest_base_instants,
@@ -88,7 +89,7 @@ class Task:
 def test_the_task_bootstraps_first_and_flushes_a_full_buffer_eagerly():
     t = Task()
     assert t.kinds() == ["BootstrapMessage"]
-    assert isinstance(t.sent[0], BootstrapMessage) and t.sent[0].event.checkpoint_id == -1
+    assert isinstance(t.sent[0], BootstrapMessage) and t.sent[0].event is None  # fresh: nothing
     t.function.receive(t.rows(BUFFER - 1))
     t.run()
     assert t.kinds() == ["BootstrapMessage"]  # below the buffer: nothing to flush

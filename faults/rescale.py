@@ -1,0 +1,44 @@
+"""``rescale``: the target job is stopped and restarted from its last completed checkpoint with
+``writers`` write tasks (Flink's rescale by restart: a new job graph, a new coordinator, every
+task deployed afresh at attempt 0). The tasks' write-metadata state is redistributed over the new
+parallelism (``models.flink.write_task.redistribute``): after a scale-up some new tasks restore
+nothing, so a restored instant waits for a deferred recommit, as in Hudi's
+``testDeferredRecommitAfterScaleUp``; after a scale-down one task re-sends several events, which
+Hudi's coordinator files into one slot, the later overwriting the earlier (HUDI-4521)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from faults.base import FaultKind, Mark, NemesisPort, Option, Targets, job_target
+
+MAX_WRITERS = 256
+"""The largest parallelism a rescale may ask for (a ``[[jobs]] writers`` bound)."""
+
+
+class Rescale(FaultKind):
+    def targets(self, scenario: Any, job: Any) -> Targets:
+        return job_target(job)
+
+    def fire(
+        self, port: NemesisPort, target: str, options: Mapping[str, Any], index: int | None
+    ) -> None:
+        writers = int(options["writers"])
+        value: dict[str, Any] = {"job": target, "writers": writers}
+        if port.job_restarting(target):  # already down and restarting: no rescale
+            value["job_restarting"] = True
+            port.record(self.event, value, index)
+            return
+        port.record(self.event, value, index)
+        port.rescale(target, writers)
+
+
+KIND = Rescale(
+    name="rescale",
+    summary="the target job restarts from its last checkpoint with `writers` write tasks",
+    hook="timed",
+    event="rescale",
+    mark=Mark("D", "#1f77b4", "rescale"),
+    options=(Option("writers", 1, MAX_WRITERS, "the new number of write tasks", required=True),),
+)

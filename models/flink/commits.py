@@ -1,0 +1,143 @@
+"""Committing one instant's event buffer, as Hudi's coordinator does (``commitInstant``,
+``doCommit``): the write client's commit of the buffer's write statuses, retried on storage
+errors, with the OCC check under the table lock; an instant with nothing to commit is dropped and
+rolled back (see :mod:`models.flink.coordinator`).
+
+Every commit *finalizes the write* as Hudi's write client does (``HoodieTable.finalizeWrite`` ->
+``reconcileAgainstMarkers``, done by :meth:`TableWriter.commit`): a data file the instant's
+markers announce as created but no write status of the commit names is deleted, so files left
+out of a commit's metadata are gone, not silently visible. A commit that loses its conflict check
+(:class:`~models.txn.concurrency.ConcurrentWriteConflict`) raises :class:`CommitConflictError`
+and the job fails over, as Hudi's does (``commitInstant`` throws ``HoodieWriteConflictException``
+on its ``NonThrownExecutor``, whose hook calls ``context.failJob``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from models.flink.event_buffers import EventBuffer
+from models.format.commit_metadata import WriteStat
+from models.ports import Steps
+from models.table_errors import HoodieException
+from models.timeline.instant import Instant, State
+from models.txn.concurrency import ConcurrentWriteConflict
+from models.write.rollback import rollback
+from models.write.writer import TableWriter
+
+COMMIT_RETRIES = 3
+"""Attempts at a commit that fails with a storage error before the job fails over."""
+
+
+class CoordinatorError(HoodieException, RuntimeError):
+    """A protocol violation the coordinator cannot recover from: the job fails over."""
+
+
+class CommitConflictError(CoordinatorError):
+    """A commit lost its OCC conflict check (Hudi's ``HoodieWriteConflictException``, "Cannot
+    resolve conflicts for overlapping writes"): the job fails over and recommits the instant."""
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """One committed instant, for the history."""
+
+    instant: Instant
+    checkpoint_id: int
+    records: int
+    files: tuple[str, ...]
+    recommit: bool = False
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "instant": self.instant.requested_time,
+            "completion": self.instant.completion_time,
+            "checkpoint": self.checkpoint_id,
+            "records": self.records,
+            "files": list(self.files),
+            "recommit": self.recommit,
+        }
+
+
+class InstantCommitter:
+    """Commits the buffers of one coordinator through its write client."""
+
+    def __init__(
+        self,
+        writer: TableWriter,
+        *,
+        operation_type: str,
+        allow_empty_commit: bool,
+        precommit: Callable[[Instant, tuple[WriteStat, ...]], None] | None,
+        on_rollback: Callable[[str, Instant], None] | None,
+    ) -> None:
+        self.writer = writer
+        self.operation_type = operation_type
+        self.allow_empty_commit = allow_empty_commit
+        self.precommit = precommit
+        self.on_rollback = on_rollback
+        self.completed: set[str] = set()  # instants this committer committed
+
+    def commit(self, buffer: EventBuffer, *, recommit: bool = False) -> Steps[CommitResult | None]:
+        """Commit ``buffer`` (None: already completed, or dropped with nothing to commit)."""
+        stats = buffer.write_stats
+        if self.is_completed(buffer.instant):
+            return None
+        if self.nothing_to_commit(buffer):
+            yield from self._abandon(buffer.instant)
+            return None
+        done = yield from self._write_commit(buffer.instant, stats)
+        self.completed.add(buffer.instant)
+        return CommitResult(
+            done, buffer.checkpoint_id, buffer.records, tuple(s.path for s in stats), recommit
+        )
+
+    def _write_commit(self, instant_time: str, stats: tuple[WriteStat, ...]) -> Steps[Instant]:
+        inflight = Instant(instant_time, State.INFLIGHT, self.writer.default_action)
+        precommit = None
+        if self.precommit is not None:
+            hook = self.precommit
+
+            def precommit() -> None:
+                hook(inflight, stats)
+
+        try:
+            for attempt in range(COMMIT_RETRIES):
+                try:
+                    done = yield from self.writer.commit(
+                        inflight, stats, self.operation_type, precommit=precommit
+                    )
+                    return done
+                except OSError:
+                    if attempt == COMMIT_RETRIES - 1:
+                        raise CoordinatorError(
+                            f"commit of {instant_time} failed {COMMIT_RETRIES} times"
+                        ) from None
+        except ConcurrentWriteConflict as conflict:
+            raise CommitConflictError(
+                f"Cannot resolve conflicts for overlapping writes: {conflict}"
+            ) from conflict
+        raise AssertionError("unreachable")
+
+    def nothing_to_commit(self, buffer: EventBuffer) -> bool:
+        """No event at all, or only empty write statuses while empty commits are not allowed."""
+        return buffer.is_empty or (not buffer.write_stats and not self.allow_empty_commit)
+
+    def _abandon(self, instant_time: str) -> Steps[None]:
+        """Roll back an instant dropped with nothing to commit: what Hudi's failed-writes
+        cleaning does to it later, done at once (:mod:`models.flink.coordinator`)."""
+        known = self.writer.timeline.load().get(instant_time) is not None
+        if not known or self.is_completed(instant_time):
+            return  # already cleaned (or committed) by someone else
+        failed = Instant(instant_time, State.INFLIGHT, self.writer.default_action)
+        done = yield from rollback(
+            self.writer.table, self.writer, failed, self.writer.time_generator
+        )
+        if self.on_rollback is not None:
+            self.on_rollback(instant_time, done)
+
+    def is_completed(self, instant_time: str) -> bool:
+        if instant_time in self.completed:
+            return True
+        return self.writer.timeline.load().is_completed(instant_time)
