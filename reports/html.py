@@ -17,7 +17,8 @@ of its points, the plots of its first point and the happens-before chains of its
 point; its summary is the headline comparison drawn from all points.
 
 What it shows, in reading order: the suite's verdict and summary table
-(:mod:`reports.suite_summary`); the headline comparisons (blocking vs async instant generation, OCC
+(:mod:`reports.suite_summary`) and, when the suite ran grids over releases, the release x
+scenario matrix (:mod:`reports.suite_releases`); the headline comparisons (blocking vs async instant generation, OCC
 vs NBCC, TrueTime's bound vs the real skew, :mod:`reports.suite_plots`) when the suite ran their
 scenarios; then one section per scenario (:mod:`reports.suite_scenario`) with its description, the
 verdict of every invariant, with ``--seeds N`` the distributions across its seeds
@@ -38,6 +39,7 @@ from reports.page import badge, document, img, write_page
 from reports.suite_data import grid_points, scenario_entries
 from reports.suite_grid import grid_section
 from reports.suite_plots import Plotted, headline_plots
+from reports.suite_releases import release_matrix
 from reports.suite_scenario import scenario_section
 from reports.suite_summary import legend, summary_table
 
@@ -105,6 +107,7 @@ def _page(
         "<h2>Summary</h2>",
         legend(),
         summary_table(scenarios, grids, runs),
+        release_matrix(grids, runs),
     ]
     if headline_html:
         body += ["<h2>Headline comparisons</h2>", headline_html]
