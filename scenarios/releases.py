@@ -166,6 +166,22 @@ PRESETS: dict[str, dict[str, Preset]] = {
             "hazard the testbed finds (restart_before_bootstrap), not reported upstream",
         ),
     },
+    "recommit_baseline": {
+        "1.0": Preset(
+            "coordinator",
+            "apache/hudi#19024: a new coordinator's write client has no transaction baseline "
+            "(reported on 1.0.0 and 1.1.0)",
+        ),
+        "1.1": Preset(
+            "coordinator",
+            "apache/hudi#19024: the recommit after a restart conflicts with the job's own "
+            "commits (4f80914b)",
+        ),
+        "latest": Preset(
+            "job",
+            "open in Hudi (apache/hudi#19024); the rule of its pull request apache/hudi#19023",
+        ),
+    },
     "checkpoint_deferred_recommits": {
         "1.0": Preset(
             False,

@@ -178,6 +178,11 @@ class ProtocolSpec(Spec):
     deployed it afresh (attempt_0: Hudi 1.1 and later, which loses them when a task restarts
     before its attempt-0 bootstrap reached a new coordinator) or at every attempt
     (every_attempt: Hudi 1.0)."""
+    recommit_baseline: Literal["job", "coordinator"] = "job"
+    """OCC: the instants a job committed before stay out of its recommit's conflict check
+    (job: the rule apache/hudi#19023 proposes) or a new coordinator forgets them (coordinator:
+    every Hudi release; after a JobManager failover the recommit conflicts with the job's own
+    commits and the job restarts forever, apache/hudi#19024)."""
     checkpoint_deferred_recommits: bool = True
     """The coordinator's checkpoint keeps a restored instant waiting for its deferred recommit
     (true: the remedy proposed on apache/hudi#19922), or drops it (false: every Hudi release; a

@@ -43,7 +43,7 @@ from sim.flink.checkpoint_coordinator import (
     PendingAcks,
 )
 from sim.flink.compactor import Compactor
-from sim.flink.operator_coordinator import CommitReporter, OperatorCoordinator
+from sim.flink.operator_coordinator import CommitReporter, OperatorCoordinator, PrecommitCheck
 from sim.flink.runtime import Attempt, Gateway
 from sim.flink.source import SourcePosition, SourceReader
 from sim.flink.write_function import WriteFunction
@@ -260,7 +260,7 @@ class Job:
             parallelism=self.parallelism,
             mode=self.mode,
             operation_type=self.operation_type,
-            precommit=self.reporter.recording_aborts(self.occ_check),
+            precommit=self.reporter.recording_aborts(self._occ_check()),
             commit_scope=protocol.commit_scope,
             restore_rules=RestoreRules(
                 snapshot_partial_buffers=protocol.snapshot_partial_buffers,
@@ -269,6 +269,14 @@ class Job:
             ),
             on_rollback=self.reporter.rolled_back,
         )
+
+    def _occ_check(self) -> PrecommitCheck | None:
+        """The OCC check of a new write coordinator: the job's, which remembers the job's own
+        commits across restarts, or (``recommit_baseline = "coordinator"``, apache/hudi#19024)
+        a fresh one that knows none of them."""
+        if self.context.protocol.recommit_baseline == "coordinator":
+            return self.context.services.occ_check(self.spec.concurrency)
+        return self.occ_check
 
     def _write_function(
         self, attempt: Attempt, task_id: int, *, to_coordinator: Gateway, to_checkpoints: Gateway

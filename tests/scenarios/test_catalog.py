@@ -53,6 +53,7 @@ EXPECTED = {
     "rescale_restored_id": ("exactly_once", "no_data_loss"),
     "release_1_1_rescale": ("exactly_once", "liveness", "no_data_loss"),
     "restart_before_bootstrap": ("exactly_once", "no_data_loss"),
+    "occ_recommit_baseline": ("exactly_once", "liveness", "no_data_loss"),
 }
 
 

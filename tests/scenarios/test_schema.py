@@ -87,6 +87,7 @@ DEFAULTS: dict[str, Any] = {
     "protocol.reset_recommit": "immediate",
     "protocol.restored_checkpoint_id": "always",
     "protocol.restored_events_resend": "attempt_0",
+    "protocol.recommit_baseline": "job",
     "protocol.checkpoint_deferred_recommits": True,
     "protocol.partial_update_merge": "column_group",
     "protocol.failed_writes_cleaning": "EAGER",  # "auto" resolved for one job
@@ -204,6 +205,7 @@ def test_protocol_variants_default_to_the_real_rule() -> None:
         "reset_recommit": ("immediate", "next_notification"),
         "restored_checkpoint_id": ("always", "attempt_gt_0"),
         "restored_events_resend": ("attempt_0", "every_attempt"),
+        "recommit_baseline": ("job", "coordinator"),
         "checkpoint_deferred_recommits": (True, False),
         "partial_update_merge": ("column_group", "row"),
         "failed_writes_cleaning": ("auto", "EAGER", "LAZY"),
