@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ runs whose verdict differs from the expectation."""
 
 HEADLINE_PAIRS = (
     ("blocking_vs_async", "blocking_stalls", "async_baseline"),
+    ("blocking_vs_async_heavy", "blocking_stalls_heavy", "async_heavy"),
     ("occ_vs_nbcc", "occ_contention", "nbcc_two_jobs"),
 )
 """Comparisons drawn when the suite ran both scenarios (catalog names)."""
@@ -59,7 +61,11 @@ def headline_plots(suite_dir: Path, runs: list[dict[str, Any]], plots: Path) -> 
     figures: list[Figure] = []
     errors: list[str] = []
     plain = [r for r in runs if not r.get("grid")]
-    draw = {"blocking_vs_async": plot_blocking_vs_async, "occ_vs_nbcc": plot_occ_vs_nbcc}
+    draw = {
+        "blocking_vs_async": plot_blocking_vs_async,
+        "blocking_vs_async_heavy": partial(plot_blocking_vs_async, name="blocking_vs_async_heavy"),
+        "occ_vs_nbcc": plot_occ_vs_nbcc,
+    }
     for name, first, second in HEADLINE_PAIRS:
         a = _first_run(plain, first)
         b = _first_run(plain, second, a.get("seed") if a else None)

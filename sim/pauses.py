@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import simpy
 
+THREAD_MARK = "#"
+"""Separates a process's history name from one of its threads in a lock owner's name."""
+
 
 class PausableEnvironment(simpy.Environment):
     """A :class:`simpy.Environment` whose processes (by history name) can be paused."""
@@ -27,8 +30,10 @@ class PausableEnvironment(simpy.Environment):
         self.paused_until_ms[process] = max(until_ms, self.paused_until_ms.get(process, 0))
 
     def pause_left_ms(self, process: str) -> int:
-        """How much longer ``process`` is paused (0: it is not)."""
-        return max(0, self.paused_until_ms.get(process, 0) - int(self.now))
+        """How much longer ``process`` is paused (0: it is not). A thread of a process,
+        ``<process>#<thread>`` (the coordinator's instant-request executor), stops with it."""
+        until_ms = self.paused_until_ms.get(process.partition(THREAD_MARK)[0], 0)
+        return max(0, until_ms - int(self.now))
 
 
-__all__ = ["PausableEnvironment"]
+__all__ = ["THREAD_MARK", "PausableEnvironment"]

@@ -77,7 +77,6 @@ class InstantCommitter:
         self.allow_empty_commit = allow_empty_commit
         self.precommit = precommit
         self.on_rollback = on_rollback
-        self.completed: set[str] = set()  # instants this committer committed
 
     def commit(self, buffer: EventBuffer, *, recommit: bool = False) -> Steps[CommitResult | None]:
         """Commit ``buffer`` (None: already completed, or dropped with nothing to commit)."""
@@ -88,7 +87,6 @@ class InstantCommitter:
             yield from self._abandon(buffer.instant)
             return None
         done = yield from self._write_commit(buffer.instant, stats)
-        self.completed.add(buffer.instant)
         return CommitResult(
             done, buffer.checkpoint_id, buffer.records, tuple(s.path for s in stats), recommit
         )
@@ -138,6 +136,6 @@ class InstantCommitter:
             self.on_rollback(instant_time, done)
 
     def is_completed(self, instant_time: str) -> bool:
-        if instant_time in self.completed:
-            return True
+        """Whether the timeline holds ``instant_time`` completed (Hudi reads the timeline too,
+        ``recommitInstant``: an instant whose completed file is gone is committed again)."""
         return self.writer.timeline.load().is_completed(instant_time)

@@ -371,10 +371,10 @@ class WriteCoordinator:
             self.buffers.clean_legacy_events(event)
         ready: list[int] = []
         for resent in event.events:
-            if resent.instant is not None and self._is_completed(resent.instant):
+            if resent.instant is None or self._is_completed(resent.instant):
                 continue
             buffer = self.buffers.add_bootstrap(resent, self.parallelism)
-            if buffer is not None and buffer.all_bootstrap:
+            if buffer.all_bootstrap:
                 ready.append(buffer.checkpoint_id)
         results = yield from self._recommit(ready)
         return results

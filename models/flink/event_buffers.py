@@ -119,7 +119,6 @@ class EventBuffers:
 
     def __init__(self) -> None:
         self._buffers: dict[int, EventBuffer] = {}
-        self._waiting: dict[int, set[int]] = {}  # re-sent empty batches before their buffer
 
     def __contains__(self, checkpoint_id: object) -> bool:
         return checkpoint_id in self._buffers
@@ -140,11 +139,9 @@ class EventBuffers:
     def reset(self, checkpoint_id: int) -> None:
         """Drop the buffer of ``checkpoint_id`` (Hudi's ``EventBuffers.reset``)."""
         self._buffers.pop(checkpoint_id, None)
-        self._waiting.pop(checkpoint_id, None)
 
     def clear(self) -> None:
         self._buffers.clear()
-        self._waiting.clear()
 
     def values(self) -> list[EventBuffer]:
         """The buffers in checkpoint order."""
@@ -160,28 +157,16 @@ class EventBuffers:
                 return buffer
         return None
 
-    def add_bootstrap(self, event: WriteMetadataEvent, parallelism: int) -> EventBuffer | None:
+    def add_bootstrap(self, event: WriteMetadataEvent, parallelism: int) -> EventBuffer:
         """File a re-sent event under its checkpoint id, creating the buffer with ``parallelism``
-        slots and the event's instant if absent (an existing buffer keeps its instant).
-
-        A re-sent empty last batch (instant None: the task had no data in that interval and
-        asked for no instant) fills its slot once the buffer exists: in Hudi the task asked for
-        the instant anyway (``flushRemaining``) and re-sends an empty event of it."""
-        key = event.checkpoint_id
-        buffer = self._buffers.get(key)
-        if buffer is None and event.instant is None:
-            self._waiting.setdefault(key, set()).add(event.task_id)
-            return None
+        slots and the event's instant if absent (an existing buffer keeps its instant)."""
+        if event.instant is None:
+            raise EventBufferError(f"bootstrap event of task {event.task_id} without an instant")
+        buffer = self._buffers.get(event.checkpoint_id)
         if buffer is None:
-            assert event.instant is not None
-            buffer = EventBuffer(key, event.instant, (None,) * parallelism)
-            for task_id in sorted(self._waiting.pop(key, ())):
-                if task_id < parallelism:
-                    buffer = buffer.with_bootstrap(
-                        replace(event, task_id=task_id, write_stats=(), records=0)
-                    )
+            buffer = EventBuffer(event.checkpoint_id, event.instant, (None,) * parallelism)
         buffer = buffer.with_bootstrap(event)
-        self._buffers[key] = buffer
+        self._buffers[event.checkpoint_id] = buffer
         return buffer
 
     def clean_legacy_events(self, bootstrap: BootstrapEvent) -> None:
@@ -190,9 +175,6 @@ class EventBuffers:
         for key in sorted(self._buffers):
             if key >= bootstrap.checkpoint_id:
                 self._buffers[key] = self._buffers[key].without_task(bootstrap.task_id)
-        for key, tasks in self._waiting.items():
-            if key >= bootstrap.checkpoint_id:
-                tasks.discard(bootstrap.task_id)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 
 The decisions are :class:`models.flink.coordinator.WriteCoordinator`'s; this process is Flink's
 ``OperatorCoordinatorHolder`` around it: one mailbox, one message at a time (Hudi's
-``NonThrownExecutor``). It outlives a task (region) failover and a global failover with its
+``NonThrownExecutor``). Instant requests go to an executor of their own (Hudi 1.1's
+``instantRequestExecutor``), everything else to the mailbox (``NonThrownExecutor``
+"meta-event-handle"). It outlives a task (region) failover and a global failover with its
 write coordinator and mailbox (Flink keeps the coordinator object; a global failover resets it to
 the checkpoint, ``resetToCheckpoint``); a JobManager failover or a rescale builds a new one, reset
 and started. Each attempt runs its process anew, which first does what the restart path asks
@@ -43,6 +45,7 @@ from sim.messages import (
     InstantResponse,
     SnapshotRequest,
 )
+from sim.pauses import THREAD_MARK
 
 RESTART_STEPS = {
     "start": "a new coordinator: reset to the checkpoint, then start (recommits what it restored)",
@@ -166,6 +169,7 @@ class OperatorCoordinator:
         self.compaction = compaction
         self.on_notified = on_notified
         self.mailbox = simpy.Store(attempt.env)
+        self.requests = simpy.Store(attempt.env)  # the instant-request executor's queue
         self.subtasks: dict[int, Gateway] = {}
         self.me = attempt.process_name("coordinator")
         self._reported: set[int] = set()  # tasks whose bootstrap message arrived this attempt
@@ -188,8 +192,12 @@ class OperatorCoordinator:
         self.subtasks[task_id] = gateway
 
     def deliver(self, message: Any) -> None:
-        """A message from a channel: queued (a channel of a failed attempt delivers nothing)."""
-        self.mailbox.put(message)
+        """A message from a channel: an instant request to the instant-request executor, any
+        other to the mailbox (a channel of a failed attempt delivers nothing). The mini-batch
+        mode (a design proposal) serves its requests from the mailbox: it hands out the open
+        instant, which must not be the one a notification is committing."""
+        own_executor = isinstance(message, InstantRequest) and self.coordinator.mode != "minibatch"
+        (self.requests if own_executor else self.mailbox).put(message)
 
     def checkpoint_coordinator(self, checkpoint_id: int) -> simpy.Event:
         """Ask for a snapshot of the coordinator's state for ``checkpoint_id``; the event
@@ -220,6 +228,7 @@ class OperatorCoordinator:
             results = yield from drive(env, restore[step](state), owner=me)
         self._record_commits(results)
         history.ok(me, "restore", {"recommitted": [r.instant.requested_time for r in results]})
+        self.attempt.start(self.attempt.run("coordinator", self._serve_requests()))
         while True:
             with self.mailbox.get() as get:  # an interrupt withdraws the request: the mailbox
                 message = yield get  # outlives this process and must not feed a dead one
@@ -236,6 +245,17 @@ class OperatorCoordinator:
                 self._snapshot(message)
             elif isinstance(message, CheckpointComplete):
                 yield from self._notified(message.checkpoint_id)
+
+    def _serve_requests(self) -> Generator[Any, Any, None]:
+        """The instant-request executor (Hudi 1.1's ``instantRequestExecutor``): requests are
+        answered apart from events and commits, contending with them only on the locks the
+        write client takes (TrueTime's, the table's)."""
+        epoch = self.attempt.epoch
+        while True:
+            with self.requests.get() as get:
+                message = yield get
+            if message.epoch == epoch:  # a request of an earlier attempt has no sender left
+                yield from self._instant_request(message)
 
     def _snapshot(self, message: SnapshotRequest) -> None:
         snapshot = self.coordinator.snapshot_state(message.checkpoint_id)
@@ -255,7 +275,7 @@ class OperatorCoordinator:
         instant = yield from drive(
             self.attempt.env,
             coordinator.request_instant(message.task_id, message.checkpoint_id),
-            owner=me,
+            owner=f"{me}{THREAD_MARK}instant-request",
         )
         if instant is not None and instant not in before:
             self.attempt.history.ok(

@@ -8,10 +8,14 @@ up, with the bootstrap event Hudi sends (``AbstractStreamWriteFunction#sendBoots
 
 - an eager flush (the buffer filled up between checkpoints): ask the coordinator for the instant
   to write into, write the records' data files, send the write-metadata event;
-- a checkpoint barrier: flush the last batch (an empty one still sends an event, so the
-  coordinator knows the task finished), ``snapshotState``, then the ACK to the checkpoint
-  coordinator. In ``blocking`` mode the task then waits until the coordinator hands out the next
-  instant (docs/protocol.md section 6.4).
+- a checkpoint barrier: flush the last batch (``flushRemaining``: the task asks for the instant
+  even with nothing to write and sends an empty last batch into it, so the coordinator knows
+  the task finished), ``snapshotState``, then the ACK to the checkpoint coordinator.
+
+A task asks for an instant only when it flushes; in ``blocking`` mode the coordinator refuses a
+new instant while an earlier one holding events is not committed (Hudi 1.1's ``CommitGuard``),
+and the task waits there (docs/protocol.md section 6.4). The mini-batch mode (a design proposal)
+asks only to write data.
 
 Barriers and eager flushes carry the records buffered when they were issued
 (:meth:`WriteFunction.inject_barrier`, :meth:`WriteFunction.receive`), so the records before a
@@ -43,7 +47,9 @@ from sim.messages import (
 )
 from sim.storage import SimStorage
 
-INSTANT_RETRY_MS = 100  # Hudi's instant retry interval while waiting in blocking mode
+INSTANT_RETRY_MS = 100
+"""How often a task refused an instant (blocking mode) asks again; Hudi's request waits on the
+commit guard's condition instead, which the next commit signals."""
 BACKLOG_LIMIT = 2  # queued flushes and barriers at which the task pushes back on the source
 
 BaseInstants = Callable[[], dict[tuple[str, str], str]]
@@ -142,11 +148,6 @@ class WriteFunction:
                 self.to_checkpoints.send(
                     TaskAck(epoch, self.task_id, message.checkpoint_id, snapshot)
                 )
-                if self.mode == "blocking":
-                    # Blocking generation (every release before 1.1; COPY_ON_WRITE upserts in 1.1):
-                    # the writer holds its records until the coordinator committed the instant it
-                    # just flushed and started the next one (docs/protocol.md section 6.4).
-                    yield from self._wait_for_instant(task.last_checkpoint_id)
 
     def _bootstrap(self, state: TaskState | None) -> BootstrapEvent | None:
         """The bootstrap event to send. The minibatch coordinator collects one from every task
@@ -168,7 +169,10 @@ class WriteFunction:
         checkpoint_id = self.task.last_checkpoint_id
         if rows is None or rows.num_rows == 0:
             if last_batch:
-                event = WriteMetadataEvent(self.task_id, None, checkpoint_id, (), True, 0)
+                instant = None  # mini-batch: no instant without data
+                if self.mode != "minibatch":
+                    instant = yield from self._wait_for_instant(checkpoint_id)
+                event = WriteMetadataEvent(self.task_id, instant, checkpoint_id, (), True, 0)
                 self.task.event_sent(event)
                 self.to_coordinator.send(EventMessage(epoch, event))
             return

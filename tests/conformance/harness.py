@@ -605,8 +605,9 @@ class WritePipeline:
         task = self.task
         checkpoint_id = task.last_checkpoint_id
         if rows is None or rows.num_rows == 0:
-            if last_batch:
-                event = WriteMetadataEvent(self.TASK, None, checkpoint_id, (), True, 0)
+            if last_batch:  # ``flushRemaining``: an instant even with nothing to write
+                instant = self._instant_to_write(checkpoint_id)
+                event = WriteMetadataEvent(self.TASK, instant, checkpoint_id, (), True, 0)
                 task.event_sent(event)
                 self.gateway.append(event)
             return

@@ -35,16 +35,6 @@ from tests.conformance.harness import (
 BATCH_SIZE_RECORDS = 3
 """``BATCH_SIZE_MB = 0.00013``: "to trigger buffer flush with batch size exceeded by 3 rows"."""
 
-EMPTY_FLUSH_REQUESTS_NO_INSTANT = (
-    "an empty last batch asks for no instant (the simulator's flush), so its event joins no buffer "
-    "and no instant is committed for the checkpoint; Hudi 1.1 requests an instant at every "
-    "checkpoint and reports the empty batch into it (note W14)"
-)
-EMPTY_FLUSH_THEN_RESTART = (
-    "an empty last batch asks for no instant, so its event joins no buffer and the restarted "
-    "task's state holds no instant for it (note W14); the restart steps themselves agree "
-    "(attempt numbers, empty bootstraps, note W10/E4/C25)"
-)
 COW_SECOND_FLUSH_SAME_FILE = (
     "a second flush into one COW file group within one instant writes the same base file name "
     "again (FileAlreadyExistsError); Hudi 1.1 writes a new file and merges the two statuses "
@@ -94,7 +84,6 @@ class TestWriteCopyOnWrite:
 
     # --- checkpoints and failover --------------------------------------------------------------
 
-    @pytest.mark.xfail(strict=True, reason=EMPTY_FLUSH_REQUESTS_NO_INSTANT)
     @pytest.mark.parametrize("allow_empty_commit", [True, False])
     def test_checkpoint(self, allow_empty_commit: bool) -> None:
         """``TestWriteCopyOnWrite#testCheckpoint(allowEmptyCommit)``, Hudi 1.1 at 4f80914b (note
@@ -115,7 +104,6 @@ class TestWriteCopyOnWrite:
             .end()
         )
 
-    @pytest.mark.xfail(strict=True, reason=EMPTY_FLUSH_REQUESTS_NO_INSTANT)
     def test_checkpoint_fails(self) -> None:
         """``TestWriteCopyOnWrite#testCheckpointFails``, Hudi 1.1 at 4f80914b (note 11.2).
         ``checkpointFails`` = Flink's abort, a no-op in Hudi's coordinator: nothing is called."""
@@ -132,7 +120,6 @@ class TestWriteCopyOnWrite:
             .end()
         )
 
-    @pytest.mark.xfail(strict=True, reason=EMPTY_FLUSH_THEN_RESTART)
     def test_subtask_fails(self) -> None:
         """``TestWriteCopyOnWrite#testSubtaskFails``, Hudi 1.1 at 4f80914b (note 11.3)."""
         self.conf = self.conf.clone(commit_ack_timeout_ms=1)
@@ -166,7 +153,6 @@ class TestWriteCopyOnWrite:
             .end()
         )
 
-    @pytest.mark.xfail(strict=True, reason=EMPTY_FLUSH_THEN_RESTART)
     def test_append_insert_after_failover_with_empty_checkpoint(self) -> None:
         """``TestWriteCopyOnWrite#testAppendInsertAfterFailoverWithEmptyCheckpoint``, Hudi 1.1 at
         4f80914b (note 11.4): INSERT, append mode."""
@@ -190,7 +176,6 @@ class TestWriteCopyOnWrite:
             .end()
         )
 
-    @pytest.mark.xfail(strict=True, reason=EMPTY_FLUSH_THEN_RESTART)
     def test_partial_failover(self) -> None:
         """``TestWriteCopyOnWrite#testPartialFailover``, Hudi 1.1 at 4f80914b (note 11.5): INSERT,
         append mode; ``restartCoordinator`` replays no state (``InsertFunctionWrapper``)."""
@@ -455,7 +440,6 @@ class TestWriteCopyOnWrite:
             .end()
         )
 
-    @pytest.mark.xfail(strict=True, reason=EMPTY_FLUSH_REQUESTS_NO_INSTANT)
     def test_commit_on_empty_batch(self) -> None:
         """``TestWriteCopyOnWrite#testCommitOnEmptyBatch``, Hudi 1.1 at 4f80914b (note 11.17)."""
         self.conf = self.conf.clone(allow_empty_commit=True)

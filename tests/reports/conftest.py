@@ -19,6 +19,8 @@ CATALOG = Path(__file__).resolve().parents[2] / "scenarios" / "catalog"
 SHORT_RUNS = {  # fixture name -> (catalog scenario, duration_s, storage, [time] overrides)
     "blocking": ("blocking_stalls", 12, "memory", {}),
     "async": ("async_baseline", 12, "memory", {}),
+    "blocking_heavy": ("blocking_stalls_heavy", 12, "memory", {}),
+    "async_heavy": ("async_heavy", 12, "memory", {}),
     "skew": ("local_clock_skew", 12, "memory", {}),
     "occ": ("occ_contention", 10, "memory", {}),
     "nbcc": ("nbcc_two_jobs", 10, "memory", {}),

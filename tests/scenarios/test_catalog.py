@@ -20,6 +20,8 @@ EXPECTED = {
     "async_lost_acks": (),
     "duplicate_acks": (),
     "blocking_stalls": (),
+    "blocking_stalls_heavy": (),
+    "async_heavy": (),
     "minibatch_upsert": ("exactly_once",),
     "minibatch_insert": ("exactly_once", "no_data_loss"),
     "base_instant_slicing": ("no_data_loss", "slicing", "merge_convergence"),

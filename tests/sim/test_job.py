@@ -200,10 +200,16 @@ def test_persist_write_meta_decides_what_restarted_tasks_resend(seed):
 # --- blocking vs async -----------------------------------------------------------------------
 
 
-def test_blocking_writers_wait_for_commits_async_writers_do_not():
+@pytest.mark.parametrize(("buffer_records", "stalls"), [(10_000, False), (20, True)])
+def test_blocking_writers_wait_for_commits_when_they_flush_before_them(buffer_records, stalls):
+    """A blocking writer asks for an instant only when it flushes: under a light load (buffers
+    flush only at the barriers) the previous instant is committed by then and nobody waits for
+    a commit; under a heavy one (buffers fill between barriers) the first eager flush after a
+    barrier waits for the notification's commit. Async writers never wait for a commit."""
+    job = {**JOB, "buffer_records": buffer_records}
     runs = {
         mode: run_world(
-            make_scenario(seed=1, jobs=({**JOB, "instant_generation": mode},), duration_s=30)
+            make_scenario(seed=1, jobs=({**job, "instant_generation": mode},), duration_s=30)
         )
         for mode in ("async", "blocking")
     }
@@ -211,16 +217,16 @@ def test_blocking_writers_wait_for_commits_async_writers_do_not():
     for run in runs.values():
         snapshot, liveness = verdicts(run)
         assert snapshot.ok and liveness.ok
-    assert metrics["blocking"]["commit_wait_ms_total"] > 0
     assert metrics["async"]["commit_wait_ms_total"] == 0
-    assert metrics["blocking"]["blocked_ms_total"] > metrics["async"]["blocked_ms_total"]
     writers = metrics["async"]["writers"]
     assert (
         sorted(writers) == sorted(metrics["blocking"]["writers"]) == ["job0/task-0", "job0/task-1"]
     )
+    if not stalls:
+        assert metrics["blocking"]["commit_wait_ms_total"] == 0
+        return
     for name in writers:
         blocking = metrics["blocking"]["writers"][name]
-        assert blocking["blocked_ms"] > writers[name]["blocked_ms"]
         assert blocking["commit_wait_ms"] > 0
         assert writers[name]["commit_wait_ms"] == 0
 

@@ -286,7 +286,6 @@ class FlinkJob:
         self.log_versions: list[dict] = [{} for _ in range(self.parallelism)]
         self.mailboxes: list[deque[Flush | Barrier]] = [deque() for _ in range(self.parallelism)]
         self.outboxes: list[deque[Outgoing]] = [deque() for _ in range(self.parallelism)]
-        self.waiting = [False] * self.parallelism  # blocking: waits for an instant after a barrier
         self.notifications: list[int] = []
         self.pending: PendingCheckpoint | None = None
         self.epoch_instants = []
@@ -331,26 +330,24 @@ class FlinkJob:
     # --- tasks -----------------------------------------------------------------------------------
 
     def needs_instant(self, task_id: int) -> bool:
-        """Whether the task's next step asks the coordinator for an instant."""
-        if self.waiting[task_id]:
-            return True
+        """Whether the task's next step asks the coordinator for an instant: a flush with data,
+        or a barrier (``flushRemaining`` asks even with nothing to write; mini-batch does not)."""
         head = self.mailboxes[task_id][0] if self.mailboxes[task_id] else None
-        return head is not None and head.rows is not None and head.rows.num_rows > 0
+        if head is None:
+            return False
+        has_rows = head.rows is not None and head.rows.num_rows > 0
+        return has_rows or (isinstance(head, Barrier) and self.mode != "minibatch")
 
     def can_step(self, task_id: int) -> bool:
         """A task can take its next step; one that asks for an instant only once its earlier
         messages are delivered (the request travels behind them on the same channel)."""
-        if not (self.waiting[task_id] or self.mailboxes[task_id]):
+        if not self.mailboxes[task_id]:
             return False
         return not (self.needs_instant(task_id) and self.outboxes[task_id])
 
     def step_task(self, task_id: int) -> bool:
         """The task's next step; False if the coordinator made it wait (blocking mode)."""
         task = self.tasks[task_id]
-        if self.waiting[task_id]:
-            instant = self._request(task_id, task.last_checkpoint_id)
-            self.waiting[task_id] = instant is None
-            return instant is not None
         item = self.mailboxes[task_id][0]
         last_batch = isinstance(item, Barrier)
         if not self._flush(task_id, item.rows, last_batch=last_batch):
@@ -360,9 +357,6 @@ class FlinkJob:
             self.outboxes[task_id].append(
                 Ack(item.checkpoint_id, task.snapshot_state(item.checkpoint_id))
             )
-            # Before 1.1 the writer holds its records until the coordinator committed what it
-            # flushed and started the next instant (sim/job.py does the same).
-            self.waiting[task_id] = self.mode == "blocking"
         return True
 
     def request_only(self, task_id: int) -> None:
@@ -398,7 +392,12 @@ class FlinkJob:
         checkpoint_id = task.last_checkpoint_id
         if rows is None or rows.num_rows == 0:
             if last_batch:
-                event = WriteMetadataEvent(task_id, None, checkpoint_id, (), True, 0)
+                instant = None  # mini-batch asks for no instant without data
+                if self.mode != "minibatch":  # ``flushRemaining``: an instant even so
+                    instant = self._request(task_id, checkpoint_id)
+                    if instant is None:
+                        return False
+                event = WriteMetadataEvent(task_id, instant, checkpoint_id, (), True, 0)
                 task.event_sent(event)
                 self.outboxes[task_id].append(event)
             return True
@@ -774,7 +773,7 @@ class FlinkJob:
             f"mode={self.mode} pending={self.pending and self.pending.checkpoint_id} "
             f"buffers={self.coordinator.pending_instants} "
             f"mailboxes={[len(m) for m in self.mailboxes]} "
-            f"outboxes={[len(o) for o in self.outboxes]} waiting={self.waiting}"
+            f"outboxes={[len(o) for o in self.outboxes]}"
         )
 
 
@@ -811,7 +810,7 @@ class PipelineMachine(RuleBasedStateMachine):
 
     def _idle(self) -> list[int]:
         job = self.job
-        return [t for t in range(PARALLELISM) if not job.outboxes[t] and not job.waiting[t]]
+        return [t for t in range(PARALLELISM) if not job.outboxes[t]]
 
     def may_trigger(self) -> bool:
         """One checkpoint at a time (notifications of earlier ones may still be in flight)."""
@@ -1171,32 +1170,27 @@ def test_blocking_late_notification_commits_part_of_a_pending_checkpoint() -> No
     job.check_nothing_left_inflight()
 
 
-def test_blocking_notification_drops_an_empty_instant_without_finishing_it() -> None:
-    """Regression (was a strict xfail). Both tasks take an empty barrier 1 before any instant
-    exists (their empty last batches have no buffer to join); task 0's wait after the barrier
-    starts instant A, for id 1: data after checkpoint 1. The notification for 1 used to drop A
-    (no event) without committing or rolling it back and start B: two instants open, A forever.
-    Notification 1 covers ids below 1 only, so A stays the open instant and takes checkpoint 2's
-    batches; an instant dropped with nothing to commit is rolled back (see
-    :func:`test_an_instant_dropped_with_nothing_to_commit_is_rolled_back`)."""
+def test_blocking_empty_barriers_share_one_instant_committed_empty() -> None:
+    """Both tasks take an empty barrier 1: each asks for the instant of id -1 anyway (Hudi's
+    ``flushRemaining``), so they share instant A and report empty last batches into it; the
+    notification for 1 commits A empty (``allowCommitOnEmptyBatch``) and leaves no instant open
+    (once, a task's wait after the barrier opened an instant for id 1 that no notification
+    committed)."""
     job = FlinkJob("blocking", "upsert")
     job.quiesce()  # bootstrap events
     job.trigger_checkpoint()
-    job.step_task(0)  # empty barrier: empty last batch, then waits for an instant
-    job.step_task(1)
+    assert job.step_task(0) and job.step_task(1)  # empty barriers, one instant
+    (a,) = job.coordinator.pending_instants
     for task in range(PARALLELISM):
         while job.outboxes[task]:
-            job.deliver(task)  # no instant exists: the empty batches join no buffer
-    assert job.step_task(0)  # the wait starts instant A
-    (a,) = job.coordinator.pending_instants
+            job.deliver(task)
     job.complete_checkpoint()
     job.notify(0)
-    assert job.commits == []  # A committed nothing ...
-    assert job.coordinator.pending_instants == job.open_instants() == [a]  # ... and is still open
+    assert [(r.instant.requested_time, r.records) for r in job.commits] == [(a, 0)]
+    assert job.coordinator.pending_instants == job.open_instants() == []
     job.check()
     job.checkpoint_round(4)
     job.notify(0)
-    assert [r.instant.requested_time for r in job.commits] == [a]
     job.drain()
     job.check_final()
     job.check_nothing_left_inflight()

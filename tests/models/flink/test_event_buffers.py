@@ -45,19 +45,16 @@ def test_snapshot_filters():
 def test_bootstrap_events_file_under_their_checkpoint_and_complete_when_every_slot_has_one():
     buffers = EventBuffers()
     first = buffers.add_bootstrap(event(0, I1, -1, "a"), parallelism=2)
-    assert first is not None and first.has_bootstrap and not first.all_bootstrap
+    assert first.has_bootstrap and not first.all_bootstrap
     again = buffers.add_bootstrap(event(0, I1, -1, "b"), parallelism=2)  # overwrites, no merge
-    assert again is not None and [s.path for s in again.write_stats] == ["part=p0/b"]
+    assert [s.path for s in again.write_stats] == ["part=p0/b"]
     done = buffers.add_bootstrap(event(1, I1, -1, "c"), parallelism=2)
-    assert done is not None and done.all_bootstrap and buffers.checkpoint_ids() == [-1]
+    assert done.all_bootstrap and buffers.checkpoint_ids() == [-1]
 
 
-def test_a_resent_empty_batch_waits_for_its_buffer():
-    buffers = EventBuffers()
-    assert buffers.add_bootstrap(event(1, None, 4), parallelism=2) is None
-    created = buffers.add_bootstrap(event(0, I1, 4, "a"), parallelism=2)
-    assert created is not None and created.all_bootstrap
-    assert created.events[1] is not None and created.events[1].instant == I1
+def test_a_bootstrap_event_needs_an_instant():
+    with pytest.raises(EventBufferError, match="without an instant"):
+        EventBuffers().add_bootstrap(event(1, None, 4), parallelism=2)
 
 
 def test_an_empty_bootstrap_clears_the_tasks_slots_from_its_checkpoint_on():

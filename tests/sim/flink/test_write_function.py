@@ -131,14 +131,28 @@ def test_at_a_barrier_the_last_batch_event_arrives_before_the_ack():
     assert [e.instant for e in ack.state.events] == [t.instant]
 
 
-def test_an_empty_barrier_still_tells_the_coordinator_the_task_finished():
+def test_an_empty_barrier_still_asks_for_the_instant_and_reports_into_it():
+    """Hudi's ``flushRemaining``: an instant even with nothing to write, then an empty last
+    batch into it, so the coordinator knows the task finished the checkpoint."""
     t = Task()
     t.function.inject_barrier(1)
     t.run()
-    assert t.kinds() == ["BootstrapMessage", "EventMessage", "TaskAck"]
-    empty = t.sent[1]
+    assert t.kinds() == ["BootstrapMessage", "InstantRequest", "EventMessage", "TaskAck"]
+    empty = t.sent[2]
     assert isinstance(empty, EventMessage)
-    assert (empty.event.instant, empty.event.last_batch) == (None, True)
+    assert (empty.event.instant, empty.event.last_batch, empty.event.write_stats) == (
+        t.instant,
+        True,
+        (),
+    )
+
+
+def test_an_empty_barrier_asks_for_no_instant_in_mini_batch_mode():
+    t = Task(mode="minibatch")
+    t.function.inject_barrier(1)
+    t.run()
+    assert t.kinds() == ["BootstrapMessage", "EventMessage", "TaskAck"]
+    assert t.sent[1].event.instant is None
 
 
 def test_a_refused_instant_is_asked_for_again_and_the_task_pushes_back_meanwhile():
@@ -149,7 +163,7 @@ def test_a_refused_instant_is_asked_for_again_and_the_task_pushes_back_meanwhile
     assert t.function.waiting_for_instant and t.function.backpressured
     t.run()
     assert not t.function.waiting_for_instant
-    assert t.kinds().count("InstantRequest") == 4 + 1  # 3 refused, the flush's, the wait after
+    assert t.kinds().count("InstantRequest") == 4  # 3 refused, then the flush's
     first, *_ = [e for e in t.h.events("wait_instant") if e.type == "ok"]
     assert first.value["commit_wait_ms"] >= 3 * INSTANT_RETRY_MS
     assert first.value["blocked_ms"] >= first.value["commit_wait_ms"]
