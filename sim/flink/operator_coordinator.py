@@ -210,7 +210,8 @@ class OperatorCoordinator:
 
     def run(self, state: CoordinatorState | None, step: str) -> Generator[Any, Any, None]:
         """The process body of this attempt: the restart ``step`` (:data:`RESTART_STEPS`) with
-        the checkpointed ``state`` (None: no completed checkpoint), then the mailbox."""
+        the checkpointed ``state`` (None: no completed checkpoint), then the mailbox, with the
+        instant-request executor started beside it."""
         if step not in RESTART_STEPS:
             raise ValueError(f"step must be one of {sorted(RESTART_STEPS)}, not {step!r}")
         yield from self.attempt.run("coordinator", self._serve(state, step))
