@@ -104,6 +104,10 @@ class JobSpec(Spec):
     """Flink checkpoint interval."""
     checkpoint_timeout_s: number_in(0.01, SECONDS_PER_DAY) = 60.0
     """A checkpoint not complete after this long fails."""
+    commit_ack_timeout_s: number_in(0.01, SECONDS_PER_DAY) = 300.0
+    """Blocking mode: how long the coordinator refuses a task's instant request while an earlier
+    instant waits for its commit before it fails the job (Hudi's ``write.commit.ack.timeout``,
+    the ``CommitGuard``'s wait; 300 s in Hudi 1.1)."""
     records_per_s: number_in(0, 1_000_000, open_low=True) = 1000.0
     """Source rate of the whole job, spread over its writers by key."""
     buffer_records: integer_in(1, MAX_RECORDS) = 10000

@@ -247,6 +247,7 @@ class Job:
             services=self.context.services,
             compaction=self.compactor,
             on_notified=self._check_drained,
+            commit_ack_timeout_ms=int(self.spec.commit_ack_timeout_s * 1000),
         )
         return self._operator
 

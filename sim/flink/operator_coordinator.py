@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import simpy
 
-from models.flink.coordinator import CommitResult, WriteCoordinator
+from models.flink.coordinator import CommitResult, CoordinatorError, WriteCoordinator
 from models.flink.event_buffers import CoordinatorState
 from models.timeline.instant import Instant
 from models.txn.concurrency import ConcurrentWriteConflict
@@ -161,6 +161,7 @@ class OperatorCoordinator:
         services: CoordinatorServices,
         compaction: CompactionScheduler | None,
         on_notified: Callable[[], None],
+        commit_ack_timeout_ms: int = 300_000,
     ) -> None:
         self.attempt = attempt
         self.provider = provider
@@ -168,6 +169,8 @@ class OperatorCoordinator:
         self.services = services
         self.compaction = compaction
         self.on_notified = on_notified
+        self.commit_ack_timeout_ms = commit_ack_timeout_ms
+        self._refused_since: dict[int, float] = {}  # checkpoint id -> first refused request
         self.mailbox = simpy.Store(attempt.env)
         self.requests = simpy.Store(attempt.env)  # the instant-request executor's queue
         self.subtasks: dict[int, Gateway] = {}
@@ -278,12 +281,29 @@ class OperatorCoordinator:
             coordinator.request_instant(message.task_id, message.checkpoint_id),
             owner=f"{me}{THREAD_MARK}instant-request",
         )
+        if instant is None:
+            self._guard_waited(message.checkpoint_id)
+        else:
+            self._refused_since.pop(message.checkpoint_id, None)
         if instant is not None and instant not in before:
             self.attempt.history.ok(
                 me, "start_instant", {"instant": instant, "checkpoint": message.checkpoint_id}
             )
             self.services.heartbeat_started(instant)
         self.subtasks[message.task_id].send(InstantResponse(self.attempt.epoch, instant))
+
+    def _guard_waited(self, checkpoint_id: int) -> None:
+        """A request the commit guard refused: after ``commit_ack_timeout_ms`` of refusals the
+        job fails, as Hudi's ``CommitGuard.blockFor`` throws on the instant-request executor."""
+        now = self.attempt.env.now
+        since = self._refused_since.setdefault(checkpoint_id, now)
+        if now - since >= self.commit_ack_timeout_ms:
+            self._refused_since.clear()
+            pending = ",".join(self.coordinator.pending_instants)
+            raise CoordinatorError(
+                f"Timeout({self.commit_ack_timeout_ms}ms) while waiting for instants [{pending}] "
+                "to commit"
+            )
 
     def _bootstrap(self, message: BootstrapMessage) -> Generator[Any, Any, None]:
         """A task is up: its bootstrap event, if it sent one, goes to the write coordinator;

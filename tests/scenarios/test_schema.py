@@ -56,6 +56,7 @@ DEFAULTS: dict[str, Any] = {
     "jobs.instant_generation": "async",
     "jobs.checkpoint_interval_s": 5,
     "jobs.checkpoint_timeout_s": 60,
+    "jobs.commit_ack_timeout_s": 300,
     "jobs.records_per_s": 1000,
     "jobs.buffer_records": 10000,
     "jobs.operation": "upsert",
