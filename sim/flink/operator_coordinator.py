@@ -223,6 +223,7 @@ class OperatorCoordinator:
         env, history, epoch = self.attempt.env, self.attempt.history, self.attempt.epoch
         coordinator, me = self.coordinator, self.me
         self._reported.clear()
+        self._refused_since.clear()  # the guard's wait starts anew with the attempt
         history.invoke(
             me, "restore", {"checkpoint": state.checkpoint_id if state else None, "path": step}
         )
