@@ -29,6 +29,7 @@ EXPECTED = {
     "truetime_bound_too_small": ("instant_monotonic", "completion_after_request", "commit_order"),
     "nbcc_two_jobs": (),
     "cow_blocking": (),
+    "cow_blocking_idle_writer": (),
     "coordinator_failover": (),
     "storage_failures": (),
     "commit_latest_only": ("exactly_once", "no_data_loss"),
