@@ -75,6 +75,10 @@ class WriteTask:
     restored_checkpoint_id: str = "always"
     restored_events_resend: str = "attempt_0"
     job_id: int = 0
+    pre_combine: bool = True
+    """De-duplicate an upsert flush by key (Hudi's ``write.precombine``, which Hudi's SQL sink
+    turns on for COPY_ON_WRITE upserts, ``HoodieTableFactory#setupWriteOptions``; the model's
+    jobs keep it on for every upsert: a MERGE_ON_READ reader merges duplicates either way)."""
     last_checkpoint_id: int = -1
     _buffer: list[pa.Table] = field(default_factory=list)
     _buffered_rows: int = 0
@@ -98,7 +102,7 @@ class WriteTask:
             return None
         rows = pa.concat_tables(self._buffer).combine_chunks()
         self._buffer, self._buffered_rows = [], 0
-        if self.operation == "upsert":
+        if self.operation == "upsert" and self.pre_combine:
             rows = precombine(rows, self.merge_mode)
         return rows
 
@@ -263,6 +267,7 @@ def write_records(
     layout: FileLayout,
     log_versions: dict[tuple[str, str, str], int],
     base_instants: dict[tuple[str, str], str] | None = None,
+    handles: dict[str, str] | None = None,
 ) -> list[WriteStat]:
     """Write one flush of ``rows`` (pre-combined) for ``instant``; return its write statuses.
 
@@ -270,6 +275,10 @@ def write_records(
     instant): a second flush into the same file group and instant writes the next version instead
     of listing the partition (append mode: a new file group, counted the same way). ``base_instants`` (variant ``base_instant`` only) maps file groups to
     the base instant of their latest slice as the task saw it when the write started.
+    ``handles`` (COPY_ON_WRITE upserts) is the task's memory of the base file it wrote last per
+    file id since its last checkpoint (Hudi's ``bucketToHandles``): a later flush of the file id
+    merges into that file (:mod:`models.write.mini_batch`); the caller clears it when the
+    barrier's flush is done (``cleanHandles``).
     """
     parts = _partition_indexes(rows)
     if layout.operation == "insert":
@@ -277,9 +286,17 @@ def write_records(
     stats: list[WriteStat] = []
     for partition, file_id, chunk in _bucket_chunks(rows, parts, layout):
         if not layout.is_mor:
-            stats.append(
-                writer.upsert_base_file(instant, partition, file_id, chunk, task_id=task_id)
+            stat = writer.upsert_base_file(
+                instant,
+                partition,
+                file_id,
+                chunk,
+                task_id=task_id,
+                previous_path=None if handles is None else handles.get(file_id),
             )
+            if handles is not None:
+                handles[file_id] = stat.path
+            stats.append(stat)
             continue
         name_instant = None
         if layout.file_slicing == "base_instant" and base_instants is not None:

@@ -55,9 +55,11 @@ from models.view.filenames import (
     check_file_id,
 )
 from models.view.fsview import latest_file_slices
-from models.view.reader import merge_file_slice, merge_versions
+from models.view.reader import decoded_parquet, merge_file_slice
 from models.view.table import HudiTable, ViewOptions
 from models.write.compaction import run_compaction, schedule_compaction
+from models.write.merge_handle import merge_handle_rows
+from models.write.mini_batch import merge_into_previous
 from models.write.rollback import delete_markers, list_markers
 from models.write.write_handles import (
     META_COLUMNS,
@@ -202,14 +204,14 @@ class TableWriter:
         self._check_writable(instant)
         check_file_id(file_id)
         name = str(BaseFileName(file_id, self.write_token(task_id), instant.requested_time))
-        rows = records if keep_meta else self._with_meta(instant, partition, name, records, task_id)
+        rows = records if keep_meta else self.with_meta(instant, partition, name, records, task_id)
         if keep_meta:
             rows = rows.set_column(
                 rows.column_names.index("_hoodie_file_name"),
                 "_hoodie_file_name",
                 pa.array([name] * rows.num_rows, pa.string()),
             )
-        self._remember_schema(instant, records)
+        self.remember_schema(instant, records)
         data = base_file_parquet(rows)
         self._write_data_file(instant, partition, name, data, "CREATE")
         return WriteStat(
@@ -225,10 +227,25 @@ class TableWriter:
         )
 
     def upsert_base_file(
-        self, instant: Instant, partition: str, file_id: str, records: pa.Table, *, task_id: int = 0
+        self,
+        instant: Instant,
+        partition: str,
+        file_id: str,
+        records: pa.Table,
+        *,
+        task_id: int = 0,
+        previous_path: str | None = None,
     ) -> WriteStat:
         """Copy-on-write upsert: merge ``records`` into the file group's latest committed slice
-        and write the result as a new base file at ``instant`` (a new file group if none)."""
+        and write the result as a new base file at ``instant`` (a new file group if none).
+
+        ``previous_path``: the base file the same task wrote for ``file_id`` since its last
+        checkpoint; the records merge into that file instead (a mini-batch,
+        :mod:`models.write.mini_batch`)."""
+        if previous_path is not None:
+            return merge_into_previous(
+                self, instant, partition, file_id, records, previous_path, task_id=task_id
+            )
         timeline, groups = self.table.file_groups(options=self.view_options)
         current = next(
             (
@@ -240,9 +257,12 @@ class TableWriter:
         )
         if current is None:
             return self.write_base_file(instant, partition, file_id, records, task_id=task_id)
-        old = merge_file_slice(self.table, timeline, current)
-        new = self._with_meta(instant, partition, "", records, task_id)
-        merged = merge_versions([old, new], [], self.table.config)
+        if current.log_files or current.base_file is None:
+            old = merge_file_slice(self.table, timeline, current)
+        else:  # the merge handle streams the base file's records as they are, duplicates too
+            old = decoded_parquet(self.storage.read(join(partition, current.base_file.name)))
+        new = self.with_meta(instant, partition, "", records, task_id)
+        merged = merge_handle_rows(old, new, self.table.config)
         return self.write_base_file(
             instant,
             partition,
@@ -319,10 +339,10 @@ class TableWriter:
         blocks: list[LogBlock] = []
         written = 0
         if records is not None and records.num_rows:
-            rows = self._with_meta(instant, partition, file_id, records, task_id)
+            rows = self.with_meta(instant, partition, file_id, records, task_id)
             schema = avro_schema_for(rows.schema, *self._avro_names())
             blocks.append(DataBlock(instant.requested_time, schema, rows, self.log_block_format))
-            self._remember_schema(instant, records)
+            self.remember_schema(instant, records)
             written = rows.num_rows
         if delete_keys is not None and delete_keys.num_rows:
             blocks.append(DeleteBlock(instant.requested_time, delete_keys))
@@ -354,9 +374,10 @@ class TableWriter:
         if instant.state is not State.INFLIGHT:
             raise WriteError(f"files are written for an inflight instant, not {instant}")
 
-    def _with_meta(
+    def with_meta(
         self, instant: Instant, partition: str, file_name: str, records: pa.Table, task_id: int
     ) -> pa.Table:
+        """``records`` with Hudi's meta columns for a file of ``instant`` named ``file_name``."""
         return with_meta_columns(self.table.config, instant, partition, file_name, records, task_id)
 
     def _latest_schema(self) -> str | None:
@@ -374,7 +395,8 @@ class TableWriter:
         name = self.table.config.name
         return f"{name}_record", f"hoodie.{name}"
 
-    def _remember_schema(self, instant: Instant, records: pa.Table) -> None:
+    def remember_schema(self, instant: Instant, records: pa.Table) -> None:
+        """Keep the Avro schema of ``records``' data columns for ``instant``'s commit metadata."""
         data = records.drop_columns([c for c in META_COLUMNS if c in records.column_names])
         self._schemas.setdefault(
             instant.requested_time, avro_schema_for(data.schema, *self._avro_names())
