@@ -52,6 +52,8 @@ class JobContext:
     faults: JobFaults
     clients: FlinkWriteClients
     services: TableServices
+    job_count: int = 1
+    """How many jobs write the table."""
 
 
 __all__ = ["FaultRates", "JobContext", "JobFaults"]

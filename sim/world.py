@@ -165,6 +165,7 @@ class World:
             faults=self.nemesis,
             clients=clients,
             services=self.services,
+            job_count=len(scenario.jobs),
         )
         return [Job(spec, i, context) for i, spec in enumerate(scenario.jobs)]
 

@@ -113,6 +113,7 @@ from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.format.commit_metadata import WriteStat
 from models.ports import Steps
 from models.timeline.instant import Instant
+from models.txn.write_config import SINGLE_WRITER, validate_write_config
 from models.write.writer import TableWriter
 
 COORDINATOR_MODES = ("async", "blocking", "minibatch")
@@ -148,12 +149,15 @@ class WriteCoordinator:
         commit_scope: str = "all_below",
         restore_rules: RestoreRules | None = None,
         on_rollback: Callable[[str, Instant], None] | None = None,
+        concurrency_mode: str = SINGLE_WRITER,
     ) -> None:
         """``precommit(instant, stats)`` runs under the table lock right before the completed
         file is created (OCC conflict checks); raising aborts the commit. ``commit_scope`` and
         ``restore_rules`` are the variants of the module docstring. ``on_rollback(instant_time,
         rollback)`` runs after the coordinator rolled back an instant it dropped with nothing to
-        commit (for the history)."""
+        commit (for the history). ``concurrency_mode`` is validated as Hudi validates its write
+        client's config (:func:`models.txn.write_config.validate_write_config`)."""
+        validate_write_config(writer.table.config, concurrency_mode)
         if mode not in COORDINATOR_MODES:
             raise ValueError(f"mode must be one of {COORDINATOR_MODES}, not {mode!r}")
         if commit_scope not in COMMIT_SCOPES:
