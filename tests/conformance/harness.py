@@ -101,7 +101,7 @@ from models.ports import FakeClock, FakeWorld, LocalLock, Steps, run
 from models.storage import InMemoryStorage, join
 from models.timeline.instant import Instant, State
 from models.timeline.truetime import make_time_generator
-from models.txn import concurrency
+from models.txn import concurrency, write_config
 from models.view.filenames import FileNameError, parse_base_file_name
 from models.view.fsview import latest_file_slices
 from models.view.reader import read_snapshot
@@ -114,6 +114,12 @@ from sim.flink.runtime import JOB_FAILURES  # what fails the job over: Hudi's fa
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
 HUDI_1_1 = "Hudi 1.1 (master at the release-1.1.0 cut, 4f80914b)"
+WRITE_CONCURRENCY_MODE = {
+    None: write_config.SINGLE_WRITER,
+    "OCC": write_config.OPTIMISTIC_CONCURRENCY_CONTROL,
+    "NBCC": write_config.NON_BLOCKING_CONCURRENCY_CONTROL,
+}
+"""``Conf.concurrency_mode`` as Hudi's ``hoodie.write.concurrency.mode``."""
 HUDI_LATEST = "Hudi latest (TestStreamWriteOperatorCoordinator, read_file id 70214737223)"
 """The releases the note read the tests at (§0); cited by every port's docstring."""
 
@@ -280,7 +286,7 @@ class Conf:
     operation: str = "upsert"
     allow_empty_commit: bool = True  # hoodie.allow.empty.commit (1.1 default true)
     batch_size_records: int | None = None  # write.batch.size, in records
-    pre_combine: bool = False  # write.precombine (the model always pre-combines upserts)
+    pre_combine: bool = False  # write.precombine: the write task de-duplicates each flush
     commit_ack_timeout_ms: int = 300_000  # write.commit.ack.timeout
     concurrency_mode: str | None = None  # hoodie.write.concurrency.mode: OCC / NBCC / None
     write_client_id: str = ""  # write.client.id
@@ -414,6 +420,7 @@ class CoordinatorDriver:
             operation_type="UPSERT" if self.conf.operation == "upsert" else "INSERT",
             allow_empty_commit=self.conf.allow_empty_commit,
             precommit=self._occ_check() if self.conf.concurrency_mode == "OCC" else None,
+            concurrency_mode=WRITE_CONCURRENCY_MODE[self.conf.concurrency_mode],
         )
 
     def _occ_check(self) -> Callable[[Instant, tuple[WriteStat, ...]], None]:
@@ -559,7 +566,9 @@ class WritePipeline:
 
     def _setup_write_function(self, attempt: int = 0) -> WriteTask:
         # the harness decides mini-batches per bucket (invoke); the task's own limit never fires
-        self.task = WriteTask(self.TASK, 10**9, operation=self.conf.operation)
+        self.task = WriteTask(
+            self.TASK, 10**9, operation=self.conf.operation, pre_combine=self.conf.pre_combine
+        )
         self.task_writer = TableWriter(
             self.base.table,
             None,
@@ -568,6 +577,7 @@ class WritePipeline:
             attempt_id=attempt,
         )
         self.log_versions: dict[tuple[str, str, str], int] = {}
+        self.handles: dict[str, str] = {}  # the write client's bucketToHandles
         return self.task
 
     # --- the write function ----------------------------------------------------------------------
@@ -601,7 +611,15 @@ class WritePipeline:
 
     def _flush(self, rows: pa.Table | None, *, last_batch: bool) -> None:
         """The simulator's flush (``sim/flink/write_function.py``): an instant for the records,
-        the files, the event."""
+        the files, the event; ``flushRemaining`` (``last_batch``) ends with the write client's
+        ``cleanHandles``."""
+        try:
+            self._write_batch(rows, last_batch=last_batch)
+        finally:
+            if last_batch:
+                self.handles.clear()
+
+    def _write_batch(self, rows: pa.Table | None, *, last_batch: bool) -> None:
         task = self.task
         checkpoint_id = task.last_checkpoint_id
         if rows is None or rows.num_rows == 0:
@@ -619,6 +637,7 @@ class WritePipeline:
             task_id=self.TASK,
             layout=self.layout,
             log_versions=self.log_versions,
+            handles=self.handles,
         )
         event = WriteMetadataEvent(
             self.TASK, instant, checkpoint_id, tuple(stats), last_batch, rows.num_rows

@@ -6,7 +6,7 @@ TestStreamWriteOperatorCoordinator.java``, read at Hudi 1.1 (master at the relea
 tests of the 1.1 methods are the ones ported here. ``before()`` starts a 2-task coordinator on the
 default configuration (COW upsert: the blocking coordinator in 1.1) with synchronous executors:
 the :class:`~tests.conformance.harness.CoordinatorHarness` fixture. A ported test that fails is a
-finding about the model and is marked ``xfail(strict=True)`` with the rule id of the note.
+finding about the model, fixed in the model.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ stored version, ``read_file`` id ``125761148``, has the same steps). The class i
 method runs again on MERGE_ON_READ there. COW upserts run on the model's blocking coordinator, as
 Hudi 1.1's ``isBlockingInstantGeneration`` says. The steps are those of
 :class:`~tests.conformance.harness.TestHarness`; its module docstring lists the translations.
-A ported test that fails is a finding about the model: ``xfail(strict=True)`` with the note's rule.
+A ported test that fails is a finding about the model, fixed in the model.
 """
 
 from __future__ import annotations
@@ -34,16 +34,6 @@ from tests.conformance.harness import (
 
 BATCH_SIZE_RECORDS = 3
 """``BATCH_SIZE_MB = 0.00013``: "to trigger buffer flush with batch size exceeded by 3 rows"."""
-
-COW_SECOND_FLUSH_SAME_FILE = (
-    "a second flush into one COW file group within one instant writes the same base file name "
-    "again (FileAlreadyExistsError); Hudi 1.1 writes a new file and merges the two statuses "
-    "(note M3, HUDI-9762)"
-)
-NBCC_NEEDS_MOR_NOT_IN_MODELS = (
-    "the rule 'NBCC requires MERGE_ON_READ' lives in scenarios/schema.py; nothing in models/ "
-    "refuses a COW pipeline with NBCC (Hudi: IllegalArgumentException in preparePipeline)"
-)
 
 
 class TestWriteCopyOnWrite:
@@ -201,7 +191,6 @@ class TestWriteCopyOnWrite:
             .end()
         )
 
-    @pytest.mark.xfail(strict=True, reason=COW_SECOND_FLUSH_SAME_FILE)
     def test_non_blocked_instant_request_after_failover(self) -> None:
         """``TestWriteCopyOnWrite#testNonBlockedInstantRequestAfterFailover``, Hudi 1.1 at 4f80914b
         (note 11.6): mini-batches, pre-combine."""
@@ -234,7 +223,6 @@ class TestWriteCopyOnWrite:
             .end()
         )
 
-    @pytest.mark.xfail(strict=True, reason=COW_SECOND_FLUSH_SAME_FILE)
     def test_blocked_instant_time_request(self) -> None:
         """``TestWriteCopyOnWrite#testBlockedInstantTimeRequest``, Hudi 1.1 at 4f80914b (note 11.7).
         Hudi's second thread (sleep 3 s, then complete checkpoint 1) runs when the main thread's
@@ -344,7 +332,6 @@ class TestWriteCopyOnWrite:
             .end()
         )
 
-    @pytest.mark.xfail(strict=True, reason=COW_SECOND_FLUSH_SAME_FILE)
     @pytest.mark.parametrize("use_file_group_reader_based_merge_handle", [True, False])
     def test_insert_with_mini_batches(self, use_file_group_reader_based_merge_handle: bool) -> None:
         """``TestWriteCopyOnWrite#testInsertWithMiniBatches(useFileGroupReaderBasedMergeHandle)``,
@@ -371,7 +358,6 @@ class TestWriteCopyOnWrite:
             .end()
         )
 
-    @pytest.mark.xfail(strict=True, reason=COW_SECOND_FLUSH_SAME_FILE)
     def test_insert_with_deduplication(self) -> None:
         """``TestWriteCopyOnWrite#testInsertWithDeduplication``, Hudi 1.1 at 4f80914b (note
         11.13)."""
@@ -414,7 +400,6 @@ class TestWriteCopyOnWrite:
             .end()
         )
 
-    @pytest.mark.xfail(strict=True, reason=COW_SECOND_FLUSH_SAME_FILE)
     def test_insert_with_small_buffer_size(self) -> None:
         """``TestWriteCopyOnWrite#testInsertWithSmallBufferSize``, Hudi 1.1 at 4f80914b (note
         11.16). The memory pool that flushes the largest bucket is the harness's per-bucket record
@@ -499,9 +484,7 @@ class TestWriteCopyOnWrite:
         "mode",
         [
             "OCC",
-            pytest.param(
-                "NBCC", marks=pytest.mark.xfail(strict=True, reason=NBCC_NEEDS_MOR_NOT_IN_MODELS)
-            ),
+            "NBCC",
         ],
     )
     def test_write_multi_writer_involved(self, mode: str) -> None:
@@ -540,9 +523,7 @@ class TestWriteCopyOnWrite:
         "mode",
         [
             "OCC",
-            pytest.param(
-                "NBCC", marks=pytest.mark.xfail(strict=True, reason=NBCC_NEEDS_MOR_NOT_IN_MODELS)
-            ),
+            "NBCC",
         ],
     )
     def test_write_multi_writer_partial_overlapping(self, mode: str) -> None:
