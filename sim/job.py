@@ -35,6 +35,7 @@ from typing import Any
 from models.flink.coordinator import RestoreRules, WriteCoordinator
 from models.flink.write_task import FileLayout, WriteTask
 from models.format.records import ORDERING_FIELD, RecordSource
+from models.txn.write_config import job_concurrency_mode
 from scenarios.tables import JobSpec
 from sim.flink.checkpoint_coordinator import (
     CheckpointCoordinator,
@@ -88,7 +89,6 @@ class Job:
             context.protocol.file_slicing,
         )
         self.operation_type = "UPSERT" if spec.operation == "upsert" else "INSERT"
-        self.eager_flush = config.is_mor or spec.operation == "insert"
         self.checkpoint_settings = CheckpointSettings(
             interval_ms=int(spec.checkpoint_interval_s * 1000),
             timeout_ms=int(spec.checkpoint_timeout_s * 1000),
@@ -269,6 +269,7 @@ class Job:
                 checkpoint_deferred_recommits=protocol.checkpoint_deferred_recommits,
             ),
             on_rollback=self.reporter.rolled_back,
+            concurrency_mode=job_concurrency_mode(self.spec.concurrency, self.context.job_count),
         )
 
     def _occ_check(self) -> PrecommitCheck | None:
@@ -300,7 +301,6 @@ class Job:
             layout=self.layout,
             mode=self.mode,
             attempt_number=self.task_attempt,
-            eager_flush=self.eager_flush,
             storage=clients.storage,
             base_instants=clients.latest_base_instants,
             to_coordinator=to_coordinator,

@@ -75,7 +75,6 @@ class WriteFunction:
         layout: FileLayout,
         mode: str,
         attempt_number: int,
-        eager_flush: bool,
         storage: SimStorage,
         base_instants: BaseInstants,
         to_coordinator: Gateway,
@@ -88,7 +87,6 @@ class WriteFunction:
         self.layout = layout
         self.mode = mode
         self.attempt_number = attempt_number
-        self.eager_flush = eager_flush
         self.storage = storage
         self.base_instants = base_instants
         self.to_coordinator = to_coordinator
@@ -99,13 +97,15 @@ class WriteFunction:
         self.me = attempt.process_name(f"task-{self.task_id}")
         self._base_instants: tuple[str, dict[tuple[str, str], str]] | None = None
         self._log_versions: dict[tuple[str, str, str], int] = {}
+        self._handles: dict[str, str] = {}  # Hudi's bucketToHandles, until the barrier's flush
 
     # --- what the other roles call ----------------------------------------------------------
 
     def receive(self, rows: pa.Table) -> None:
-        """Records from the source: buffered; a full buffer is queued as an eager flush (MOR and
-        inserts; a COPY_ON_WRITE upsert task keeps buffering until the barrier)."""
-        if self.task.add(rows) and self.eager_flush:
+        """Records from the source: buffered; a full buffer is queued as an eager flush (Hudi's
+        ``StreamWriteFunction#bufferRecord`` flushes a full bucket at once, on every table type:
+        COPY_ON_WRITE mini-batches merge as :mod:`models.write.mini_batch` says)."""
+        if self.task.add(rows):
             self.mailbox.put(EagerFlush(self.task.take_buffer()))
 
     @property
@@ -136,6 +136,7 @@ class WriteFunction:
                 yield from self._flush(message.rows, last_batch=False)
             elif isinstance(message, Barrier):
                 yield from self._flush(message.rows, last_batch=True)
+                self._handles.clear()  # flushRemaining ends with the write client's cleanHandles
                 snapshot = task.snapshot_state(message.checkpoint_id)
                 self.attempt.history.ok(
                     self.me,
@@ -200,6 +201,7 @@ class WriteFunction:
             layout=self.layout,
             log_versions=self._log_versions,
             base_instants=base_instants,
+            handles=self._handles,
         )
         yield env.timeout(self.storage.latency_since(mark))
         event = WriteMetadataEvent(

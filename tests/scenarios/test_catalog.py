@@ -30,6 +30,7 @@ EXPECTED = {
     "nbcc_two_jobs": (),
     "cow_blocking": (),
     "cow_blocking_idle_writer": (),
+    "cow_mini_batches": (),
     "coordinator_failover": (),
     "storage_failures": (),
     "commit_latest_only": ("exactly_once", "no_data_loss"),

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from models.flink.write_task import WriteTask
+from models.format.parquet_files import read_parquet
+from models.format.records import RECORD_KEY_FIELD
 from sim.driver import drive
 from sim.flink.runtime import Gateway
 from sim.flink.write_function import INSTANT_RETRY_MS, WriteFunction
@@ -30,8 +32,13 @@ class Task:
     coordinator that answers instant requests with one started instant after ``refusals``
     refusals, and records every message the task sends to the job manager in ``sent``."""
 
-    def __init__(self, *, mode: str = "async", eager_flush: bool = True, refusals: int = 0):
-        world = World(make_scenario(jobs=({"writers": 1, "buffer_records": BUFFER},)))
+    def __init__(self, *, mode: str = "async", refusals: int = 0, table: str = "MERGE_ON_READ"):
+        world = World(
+            make_scenario(
+                jobs=({"writers": 1, "buffer_records": BUFFER},),
+                table={"type": table, "partitions": 1, "buckets_per_partition": 1},
+            )
+        )
         self.h = RoleHarness(env=world.env, history=world.history)
         self.job = world.jobs[0]
         clients = self.job.context.clients
@@ -46,7 +53,6 @@ class Task:
             layout=self.job.layout,
             mode=mode,
             attempt_number=0,
-            eager_flush=eager_flush,
             storage=clients.storage,
             base_instants=clients.latest_base_instants,
             to_coordinator=Gateway(channel, self._coordinator),
@@ -108,15 +114,31 @@ def test_the_task_bootstraps_first_and_flushes_a_full_buffer_eagerly():
     ]
 
 
-def test_a_task_without_eager_flushes_keeps_buffering_until_the_barrier():
-    t = Task(eager_flush=False)
-    t.function.receive(t.rows(3 * BUFFER))
-    t.run()
-    assert t.kinds() == ["BootstrapMessage"]
+def test_copy_on_write_mini_batches_of_one_instant_end_in_one_base_file():
+    """Hudi's ``FlinkMergeAndReplaceHandle``: every flush of the file group before the barrier
+    merges into the file the task wrote first, under its name; the barrier ends the handles."""
+    t = Task(table="COPY_ON_WRITE")
+    keys: set[str] = set()
+    for _ in range(3):
+        batch = t.rows(BUFFER)
+        keys.update(str(k) for k in batch.column(RECORD_KEY_FIELD).to_pylist())
+        t.function.receive(batch)
+        t.run()
+    events = [m.event for m in t.sent if isinstance(m, EventMessage)]
+    assert [e.last_batch for e in events] == [False, False, False]
+    paths = {s.path for e in events for s in e.write_stats}
+    assert len(paths) == 1
+    (path,) = paths
+    storage = t.job.context.clients.storage
+    rows = read_parquet(storage.read(path))
+    assert sorted(rows.column("_hoodie_record_key").to_pylist()) == sorted(keys)
+    partition = path.rsplit("/", 1)[0]
+    assert [f.name for f in storage.list_dir(partition) if f.name.endswith(".parquet")] == [
+        path.rsplit("/", 1)[1]
+    ]
     t.function.inject_barrier(1)
     t.run()
-    assert t.kinds()[-2:] == ["EventMessage", "TaskAck"]
-    assert t.sent[-2].event.records > BUFFER
+    assert t.function._handles == {}
 
 
 def test_at_a_barrier_the_last_batch_event_arrives_before_the_ack():
