@@ -37,7 +37,7 @@ def test_nbcc_needs_merge_on_read_and_the_bucket_index(tmp_path, table_type):
 
 def test_an_unknown_mode_is_refused(tmp_path):
     config = TableHarness(tmp_path / "t").table.config
-    with pytest.raises(InvalidWriteConfigError, match="hoodie.write.concurrency.mode"):
+    with pytest.raises(InvalidWriteConfigError, match=r"hoodie\.write\.concurrency\.mode"):
         validate_write_config(config, "NBCC")
 
 
