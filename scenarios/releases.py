@@ -214,10 +214,10 @@ PRESETS: dict[str, dict[str, Preset]] = {
         ),
         "1.1": Preset(
             "auto",
-            "as 1.0; FlinkWriteClients also forces LAZY for async instant generation (HUDI-9381, "
-            "apache/hudi#13285), which auto does not model",
+            "as 1.0, and FlinkWriteClients forces LAZY for non-blocking instant generation "
+            "(HUDI-9534, apache/hudi#13464)",
         ),
-        "latest": Preset("auto", "as 1.1 (HUDI-4676, HUDI-9381)"),
+        "latest": Preset("auto", "as 1.1 (HUDI-4676, HUDI-9534)"),
     },
 }
 """Switch -> release -> :class:`Preset`: every ``[protocol]`` switch, every release."""

@@ -8,8 +8,8 @@ have to read a pydantic traceback. That is why validation runs through pydantic 
 but every failure leaves this module as a :class:`ScenarioError`.
 
 Some defaults depend on the whole file rather than on one key (a job's name is ``job<i>`` by its
-position, only the first job runs table services, ``failed_writes_cleaning = "auto"`` means EAGER
-for one job and LAZY for several, ``[protocol] release`` gives every switch not written its
+position, only the first job runs table services, ``failed_writes_cleaning = "auto"`` is the
+policy Hudi's Flink sink ends up with for the jobs and release, ``[protocol] release`` gives every switch not written its
 value in that Hudi release: :mod:`scenarios.releases`). They are filled in *before* field
 validation, so a validated :class:`Scenario` holds only concrete values: the simulator never re-derives a default, and
 :func:`resolved_toml` writes exactly what ran, which reads back to an equal scenario.
@@ -38,6 +38,7 @@ from scenarios.faults import (
     is_fault_target,
 )
 from scenarios.fields import INVARIANTS, MAX_RECORDS, Spec, check_column_name_at
+from scenarios.releases import LATEST
 from scenarios.tables import (
     FINDING_TAG,
     LARGE_TAG,
@@ -87,7 +88,7 @@ class Scenario(Spec):
     time: TimeSpec = TimeSpec()
     jobs: Annotated[tuple[JobSpec, ...], Field(strict=False, min_length=1)] = (JobSpec(),)
     faults: FaultSpec = FaultSpec()
-    protocol: ProtocolSpec = ProtocolSpec(failed_writes_cleaning="EAGER")
+    protocol: ProtocolSpec = ProtocolSpec(failed_writes_cleaning="LAZY")
     expect: ExpectSpec = ExpectSpec()
     sim: SimSpec = SimSpec()
 
@@ -124,7 +125,9 @@ class Scenario(Spec):
         protocol = _explicit_keys(protocol)
         if protocol is not None:
             if protocol.get("failed_writes_cleaning", "auto") == "auto":
-                protocol["failed_writes_cleaning"] = "EAGER" if len(filled) == 1 else "LAZY"
+                protocol["failed_writes_cleaning"] = _auto_cleaning(
+                    filled, protocol.get("release", LATEST)
+                )
             data["protocol"] = protocol
         return data
 
@@ -256,6 +259,20 @@ class Scenario(Spec):
                     allowed=describe_targets(self, entry.kind),
                 )
         return self
+
+
+def _auto_cleaning(jobs: list[Any], release: object) -> str:
+    """The failed-writes cleaning policy Hudi's Flink sink ends up with when none is set
+    (``hoodie.cleaner.policy.failed.writes``, default EAGER): LAZY for several writers or OCC
+    (``HoodieWriteConfig.Builder#autoAdjustConfigsForConcurrencyMode``); from Hudi 1.1, also
+    LAZY for a job whose instant generation is not blocking (``FlinkWriteClients
+    #getHoodieClientConfig``, HUDI-9534 apache/hudi#13464). Keys of the wrong type are left to
+    field validation."""
+    items = [job if isinstance(job, dict) else {} for job in jobs]
+    if len(items) != 1 or items[0].get("concurrency") == "occ":
+        return "LAZY"
+    blocking = items[0].get("instant_generation", "async") == "blocking"
+    return "EAGER" if blocking or release == "1.0" else "LAZY"
 
 
 def _explicit_keys(item: Any) -> dict[str, Any] | None:

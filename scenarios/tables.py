@@ -198,7 +198,9 @@ class ProtocolSpec(Spec):
     EVENT_TIME_ORDERING table, so a newer record of one stream wipes the other's columns)."""
     failed_writes_cleaning: Literal["auto", "EAGER", "LAZY"] = "auto"
     """Rollback of failed writes: EAGER (before each write) or LAZY (by heartbeat expiry); auto is
-    EAGER for one job and LAZY for several, resolved when the scenario is validated."""
+    what Hudi's Flink sink ends up with: LAZY for several jobs or OCC; for one job EAGER under
+    blocking instant generation (and always in release 1.0), else LAZY. Resolved when the
+    scenario is validated."""
 
     @model_validator(mode="before")
     @classmethod

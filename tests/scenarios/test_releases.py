@@ -35,7 +35,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "scenarios.md"
 
 # the public contract, written out by hand (not derived from PRESETS) so a changed preset is a
 # failing test, not a silent change to users' scenarios; failed_writes_cleaning as resolved for
-# one job
+# one async job
 EXPECTED: dict[str, dict[str, str | bool]] = {
     "1.0": {
         "file_slicing": "completion_time",
@@ -67,7 +67,7 @@ EXPECTED: dict[str, dict[str, str | bool]] = {
         "checkpoint_deferred_recommits": False,
         "recommit_baseline": "coordinator",
         "partial_update_merge": "column_group",
-        "failed_writes_cleaning": "EAGER",
+        "failed_writes_cleaning": "LAZY",
     },
     "latest": {
         "file_slicing": "completion_time",
@@ -83,7 +83,7 @@ EXPECTED: dict[str, dict[str, str | bool]] = {
         "checkpoint_deferred_recommits": True,
         "recommit_baseline": "job",
         "partial_update_merge": "column_group",
-        "failed_writes_cleaning": "EAGER",
+        "failed_writes_cleaning": "LAZY",
     },
 }
 
@@ -202,12 +202,23 @@ def test_an_explicit_switch_equal_to_the_preset_changes_nothing() -> None:
 
 
 @pytest.mark.parametrize("release", RELEASES)
-@pytest.mark.parametrize(("jobs", "resolved"), [(1, "EAGER"), (2, "LAZY")])
-def test_failed_writes_cleaning_auto_resolves_under_every_release(
-    release: str, jobs: int, resolved: str
+@pytest.mark.parametrize(
+    ("jobs", "job_keys", "resolved"),
+    [
+        (1, "", {"1.0": "EAGER", "1.1": "LAZY", "latest": "LAZY"}),
+        (1, 'instant_generation = "blocking"', {"1.0": "EAGER", "1.1": "EAGER", "latest": "EAGER"}),
+        (1, 'concurrency = "occ"', {"1.0": "LAZY", "1.1": "LAZY", "latest": "LAZY"}),
+        (2, "", {"1.0": "LAZY", "1.1": "LAZY", "latest": "LAZY"}),
+    ],
+)
+def test_failed_writes_cleaning_auto_resolves_as_hudi_per_release(
+    release: str, jobs: int, job_keys: str, resolved: dict[str, str]
 ) -> None:
-    scenario = with_protocol(f'release = "{release}"', jobs=jobs)
-    assert scenario.protocol.failed_writes_cleaning == resolved
+    """EAGER by default; LAZY for multi-writer and OCC; from 1.1 LAZY for non-blocking instant
+    generation (``FlinkWriteClients#getHoodieClientConfig``)."""
+    text = MINIMAL + f"[[jobs]]\n{job_keys}\n" * jobs + f'[protocol]\nrelease = "{release}"\n'
+    scenario = parse_scenario(text)
+    assert scenario.protocol.failed_writes_cleaning == resolved[release]
 
 
 def test_a_protocol_built_in_python_takes_its_release_too() -> None:

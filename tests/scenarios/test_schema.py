@@ -91,7 +91,7 @@ DEFAULTS: dict[str, Any] = {
     "protocol.recommit_baseline": "job",
     "protocol.checkpoint_deferred_recommits": True,
     "protocol.partial_update_merge": "column_group",
-    "protocol.failed_writes_cleaning": "EAGER",  # "auto" resolved for one job
+    "protocol.failed_writes_cleaning": "LAZY",  # "auto" resolved for one async job
     "expect.violations": (),
     "sim.drain_timeout_s": 120,
     "sim.restart_delay_ms": 1000,
@@ -473,7 +473,7 @@ def test_eager_cleaning_with_several_jobs_is_an_error() -> None:
 
 @pytest.mark.parametrize(
     ("jobs", "setting", "resolved"),
-    [(1, "auto", "EAGER"), (2, "auto", "LAZY"), (1, "LAZY", "LAZY"), (1, "EAGER", "EAGER")],
+    [(1, "auto", "LAZY"), (2, "auto", "LAZY"), (1, "LAZY", "LAZY"), (1, "EAGER", "EAGER")],
 )
 def test_failed_writes_cleaning_resolution(jobs: int, setting: str, resolved: str) -> None:
     body = MINIMAL + "[[jobs]]\n" * jobs + f'[protocol]\nfailed_writes_cleaning = "{setting}"\n'
