@@ -199,6 +199,23 @@ PRESETS: dict[str, dict[str, Preset]] = {
             "proposed in the review of apache/hudi#19952",
         ),
     },
+    "pending_file_ids": {
+        "1.0": Preset(
+            "ignored",
+            "BucketStreamWriteFunction#bootstrapIndexIfNeed reads getLatestFileSlices of the "
+            "committed view only (0410c255), the race of apache/hudi#19907",
+        ),
+        "1.1": Preset(
+            "ignored",
+            "as 1.0; reproduced on 1.1.1 in apache/hudi#19907 (duplicate fileId after a restart "
+            "before the first commit)",
+        ),
+        "latest": Preset(
+            "adopted",
+            "EventBuffers#getPendingWriteFileIds, pinned by TestBucketStreamWriteRecommitRace "
+            "(03d0a190; PR apache/hudi#19951)",
+        ),
+    },
     "partial_update_merge": {
         release: Preset(
             "column_group",

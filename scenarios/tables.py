@@ -191,6 +191,11 @@ class ProtocolSpec(Spec):
     """The coordinator's checkpoint keeps a restored instant waiting for its deferred recommit
     (true: the remedy proposed on apache/hudi#19922), or drops it (false: every Hudi release; a
     second restart before the deferred commit loses the batch)."""
+    pending_file_ids: Literal["adopted", "ignored"] = "adopted"
+    """A bucket-index write task loading a partition's file ids takes the coordinator's pending
+    ones too (adopted: Hudi master, EventBuffers#getPendingWriteFileIds) or only the committed
+    view's (ignored: Hudi 1.1; a task restarted before its bucket's first commit mints a second
+    file id for the bucket, apache/hudi#19907)."""
     partial_update_merge: Literal["column_group", "row"] = "column_group"
     """Multi-stream partial updates (jobs with ``columns``): merge each column group by its own
     ordering value (column_group, the real rule: PartialUpdateAvroPayload with HUDI-4882's

@@ -35,8 +35,9 @@ from typing import Any
 from models.flink.coordinator import RestoreRules, WriteCoordinator
 from models.flink.write_task import FileLayout, WriteTask
 from models.format.records import ORDERING_FIELD, RecordSource
-from models.txn.write_config import job_concurrency_mode
+from models.txn.write_config import NON_BLOCKING_CONCURRENCY_CONTROL, job_concurrency_mode
 from scenarios.tables import JobSpec
+from sim.flink.bucket_assign import TaskBucketIndex, owned_buckets, task_bucket_index
 from sim.flink.checkpoint_coordinator import (
     CheckpointCoordinator,
     CheckpointSettings,
@@ -305,6 +306,31 @@ class Job:
             base_instants=clients.latest_base_instants,
             to_coordinator=to_coordinator,
             to_checkpoints=to_checkpoints,
+            bucket_index=self._bucket_index(attempt, task_id),
+        )
+
+    def _bucket_index(self, attempt: Attempt, task_id: int) -> TaskBucketIndex | None:
+        """An upsert task's bucket index; the coordinator it asks for pending file ids is the
+        job's current one (:mod:`sim.flink.bucket_assign`)."""
+        if self.spec.operation != "upsert":
+            return None
+
+        def pending(partition: str) -> list[str]:
+            coordinator = self.coordinator
+            return (
+                [] if coordinator is None else coordinator.buffers.pending_write_file_ids(partition)
+            )
+
+        clients = self.context.clients
+        adopted = self.context.protocol.pending_file_ids == "adopted"
+        return task_bucket_index(
+            clients.table,
+            clients.view_options,
+            owned_buckets(self.layout.buckets_per_partition, self.parallelism, task_id),
+            nbcc=job_concurrency_mode(self.spec.concurrency, self.context.job_count)
+            == NON_BLOCKING_CONCURRENCY_CONTROL,
+            rng=self.rng.child(f"file-ids:{attempt.epoch}:{task_id}"),
+            pending=pending if adopted else None,
         )
 
     def _source(self, attempt: Attempt, tasks: list[WriteFunction]) -> SourceReader:

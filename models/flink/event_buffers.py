@@ -150,6 +150,20 @@ class EventBuffers:
     def checkpoint_ids(self) -> list[int]:
         return sorted(self._buffers)
 
+    def pending_write_file_ids(self, partition: str) -> list[str]:
+        """The file ids the buffered events wrote in ``partition``, sorted (Hudi master's
+        ``EventBuffers#getPendingWriteFileIds``, which bucket-index writers adopt on bootstrap)."""
+        return sorted(
+            {
+                stat.file_id
+                for buffer in self._buffers.values()
+                for event in buffer.events
+                if event is not None
+                for stat in event.write_stats
+                if stat.partition_path == partition
+            }
+        )
+
     def by_instant(self, instant: str) -> EventBuffer | None:
         """The buffer of ``instant`` (the lowest checkpoint id if several)."""
         for buffer in self.values():

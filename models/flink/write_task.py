@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from models.flink.bucket_index import BucketIndex
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.format.arrow_strings import decimal_suffixes
 from models.format.commit_metadata import WriteStat
@@ -218,8 +219,9 @@ class FileLayout:
 
 
 def bucket_file_id(partition_index: int, bucket: int) -> str:
-    """The file id of a bucket: ``<bucket:08d>-<uuid-like>-0``, fixed for every job and restart,
-    as Hudi's bucket index derives it (NBCC relies on all jobs agreeing)."""
+    """A fixed file id per bucket, ``<bucket:08d>-<uuid-like>-0``, for writes without a task's
+    bucket index (tests, benches); the simulator's tasks assign ids as Hudi does
+    (:mod:`models.flink.bucket_index`)."""
     return f"{bucket:08d}-0000-4000-8000-{partition_index:012d}-0"
 
 
@@ -268,6 +270,7 @@ def write_records(
     log_versions: dict[tuple[str, str, str], int],
     base_instants: dict[tuple[str, str], str] | None = None,
     handles: dict[str, str] | None = None,
+    file_ids: BucketIndex | None = None,
 ) -> list[WriteStat]:
     """Write one flush of ``rows`` (pre-combined) for ``instant``; return its write statuses.
 
@@ -278,13 +281,15 @@ def write_records(
     ``handles`` (COPY_ON_WRITE upserts) is the task's memory of the base file it wrote last per
     file id since its last checkpoint (Hudi's ``bucketToHandles``): a later flush of the file id
     merges into that file (:mod:`models.write.mini_batch`); the caller clears it when the
-    barrier's flush is done (``cleanHandles``).
+    barrier's flush is done (``cleanHandles``). ``file_ids`` is the task's bucket index
+    (:mod:`models.flink.bucket_index`); without one every bucket has the fixed id
+    :func:`bucket_file_id`.
     """
     parts = _partition_indexes(rows)
     if layout.operation == "insert":
         return _write_inserts(writer, instant, rows, parts, task_id, layout, log_versions)
     stats: list[WriteStat] = []
-    for partition, file_id, chunk in _bucket_chunks(rows, parts, layout):
+    for partition, file_id, chunk in _bucket_chunks(rows, parts, layout, file_ids):
         if not layout.is_mor:
             stat = writer.upsert_base_file(
                 instant,
@@ -347,7 +352,7 @@ def _write_inserts(
 
 
 def _bucket_chunks(
-    rows: pa.Table, parts: np.ndarray, layout: FileLayout
+    rows: pa.Table, parts: np.ndarray, layout: FileLayout, file_ids: BucketIndex | None
 ) -> list[tuple[str, str, pa.Table]]:
     """(partition, bucket file id, rows) per file group, in file-group order.
 
@@ -366,11 +371,9 @@ def _bucket_chunks(
         sorted_groups[starts].tolist(), starts.tolist(), ends.tolist(), strict=True
     ):
         p, bucket = divmod(group, layout.buckets_per_partition)
-        chunks.append(
-            (
-                partition_path_of(f"p{p}"),
-                bucket_file_id(p, bucket),
-                grouped.slice(start, end - start),
-            )
+        partition = partition_path_of(f"p{p}")
+        file_id = (
+            bucket_file_id(p, bucket) if file_ids is None else file_ids.file_id(partition, bucket)
         )
+        chunks.append((partition, file_id, grouped.slice(start, end - start)))
     return chunks

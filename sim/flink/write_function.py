@@ -26,15 +26,18 @@ ACKs share one FIFO channel to the job manager, as Flink's RPCs from one task do
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import simpy
 
+from models.flink.bucket_index import DuplicateFileIdError
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.flink.write_task import FileLayout, TaskState, WriteTask, write_records
 from models.timeline.instant import Instant, State
 from models.write.writer import TableWriter
+from sim.flink.bucket_assign import TaskBucketIndex
 from sim.flink.runtime import Attempt, Gateway
 from sim.messages import (
     Barrier,
@@ -52,6 +55,14 @@ INSTANT_RETRY_MS = 100
 commit guard's condition instead, which the next commit signals."""
 BACKLOG_LIMIT = 2  # queued flushes and barriers at which the task pushes back on the source
 
+
+@dataclass(frozen=True)
+class IndexFailure:
+    """The bucket index failed to load (Hudi throws in ``processElement``): the task fails."""
+
+    error: DuplicateFileIdError
+
+
 BaseInstants = Callable[[], dict[tuple[str, str], str]]
 """The base instant of each file group's latest slice, as a 0.x writer reads it."""
 
@@ -64,7 +75,9 @@ class WriteFunction:
     storage whose counters price its I/O, and two gateways over its one channel to the job
     manager: write events to the operator coordinator, ACKs to the checkpoint coordinator.
     ``attempt_number`` is the task's Flink attempt (0 when Flink deployed it afresh).
-    ``base_instants`` is only read by the legacy ``base_instant`` file slicing."""
+    ``base_instants`` is only read by the legacy ``base_instant`` file slicing.
+    ``bucket_index`` assigns upserts' file ids as Hudi's bucket-index writer does (None: fixed
+    ids)."""
 
     def __init__(
         self,
@@ -79,6 +92,7 @@ class WriteFunction:
         base_instants: BaseInstants,
         to_coordinator: Gateway,
         to_checkpoints: Gateway,
+        bucket_index: TaskBucketIndex | None = None,
     ) -> None:
         self.attempt = attempt
         self.task = task
@@ -98,6 +112,7 @@ class WriteFunction:
         self._base_instants: tuple[str, dict[tuple[str, str], str]] | None = None
         self._log_versions: dict[tuple[str, str, str], int] = {}
         self._handles: dict[str, str] = {}  # Hudi's bucketToHandles, until the barrier's flush
+        self.bucket_index = bucket_index
 
     # --- what the other roles call ----------------------------------------------------------
 
@@ -105,6 +120,11 @@ class WriteFunction:
         """Records from the source: buffered; a full buffer is queued as an eager flush (Hudi's
         ``StreamWriteFunction#bufferRecord`` flushes a full bucket at once, on every table type:
         COPY_ON_WRITE mini-batches merge as :mod:`models.write.mini_batch` says)."""
+        if self.bucket_index is not None:
+            try:
+                self.bucket_index.on_records(rows)
+            except DuplicateFileIdError as error:  # fails the task, from its own process
+                self.mailbox.put(IndexFailure(error))
         if self.task.add(rows):
             self.mailbox.put(EagerFlush(self.task.take_buffer()))
 
@@ -129,9 +149,14 @@ class WriteFunction:
 
     def _process(self, state: TaskState | None) -> Generator[Any, Any, None]:
         epoch, task = self.attempt.epoch, self.task
-        self.to_coordinator.send(BootstrapMessage(epoch, self.task_id, self._bootstrap(state)))
+        bootstrap = self._bootstrap(state)
+        if self.bucket_index is not None:
+            self.bucket_index.resent(bootstrap)
+        self.to_coordinator.send(BootstrapMessage(epoch, self.task_id, bootstrap))
         while True:
             message = yield self.mailbox.get()
+            if isinstance(message, IndexFailure):
+                raise message.error
             if isinstance(message, EagerFlush):
                 yield from self._flush(message.rows, last_batch=False)
             elif isinstance(message, Barrier):
@@ -202,6 +227,7 @@ class WriteFunction:
             log_versions=self._log_versions,
             base_instants=base_instants,
             handles=self._handles,
+            file_ids=None if self.bucket_index is None else self.bucket_index.index,
         )
         yield env.timeout(self.storage.latency_since(mark))
         event = WriteMetadataEvent(

@@ -109,7 +109,9 @@ from models.view.table import HudiTable
 from models.write import heartbeat
 from models.write.table_init import create_table
 from models.write.writer import TableWriter
+from sim.flink.bucket_assign import TaskBucketIndex, task_bucket_index
 from sim.flink.runtime import JOB_FAILURES  # what fails the job over: Hudi's failJob
+from sim.rng import Rng
 
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
@@ -291,6 +293,8 @@ class Conf:
     concurrency_mode: str | None = None  # hoodie.write.concurrency.mode: OCC / NBCC / None
     write_client_id: str = ""  # write.client.id
     failed_writes_clean_policy: str = "EAGER"  # hoodie.cleaner.policy.failed.writes
+    bucket_index: bool = False  # index.type = BUCKET (BucketStreamWriteFunctionWrapper)
+    pending_file_ids: str = "adopted"  # [protocol] pending_file_ids (master: adopted)
 
     @property
     def is_mor(self) -> bool:
@@ -578,14 +582,34 @@ class WritePipeline:
         )
         self.log_versions: dict[tuple[str, str, str], int] = {}
         self.handles: dict[str, str] = {}  # the write client's bucketToHandles
+        self.bucket_index = self._bucket_index(attempt) if self.conf.bucket_index else None
         return self.task
+
+    def _bucket_index(self, attempt: int) -> TaskBucketIndex:
+        """``BucketStreamWriteFunction``'s index: the simulator's (``sim/flink/bucket_assign``),
+        over this table's committed view and this coordinator's pending file ids."""
+
+        def pending(partition: str) -> list[str]:
+            return self.driver.coordinator.buffers.pending_write_file_ids(partition)
+
+        return task_bucket_index(
+            self.base.table,
+            None,
+            lambda _partition_index, _bucket: True,
+            nbcc=self.conf.concurrency_mode == "NBCC",
+            rng=Rng(self.job_index, f"file-ids:{attempt}"),
+            pending=pending if self.conf.pending_file_ids == "adopted" else None,
+        )
 
     # --- the write function ----------------------------------------------------------------------
 
     def invoke(self, row: Row) -> None:
         """``invoke(record)``: buffer it; a bucket holding ``write.batch.size`` records is
         flushed at once (a mini-batch)."""
-        self.task.add(rows_table([row]))
+        batch = rows_table([row])
+        if self.bucket_index is not None:  # defineRecordLocation -> bootstrapIndexIfNeed
+            self.bucket_index.on_records(batch)
+        self.task.add(batch)
         limit = self.conf.batch_size_records
         if limit is not None and max(self.data_buffer().values(), default=0) >= limit:
             self._flush(self.task.take_buffer(), last_batch=False)
@@ -638,6 +662,7 @@ class WritePipeline:
             layout=self.layout,
             log_versions=self.log_versions,
             handles=self.handles,
+            file_ids=None if self.bucket_index is None else self.bucket_index.index,
         )
         event = WriteMetadataEvent(
             self.TASK, instant, checkpoint_id, tuple(stats), last_batch, rows.num_rows
@@ -680,6 +705,8 @@ class WritePipeline:
         )
         if boot is not None:
             self.gateway.append(boot)
+        if self.bucket_index is not None:
+            self.bucket_index.resent(boot)
 
     def newest_state(self) -> CoordinatorState | None:
         if self.append_mode or not self.coordinator_states:

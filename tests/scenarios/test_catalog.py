@@ -37,6 +37,13 @@ EXPECTED = {
     "task_state_lost": ("exactly_once", "no_data_loss"),
     "partial_buffer_snapshot": ("exactly_once", "no_data_loss"),
     "release_1_1_partial_buffers": ("exactly_once", "no_data_loss"),
+    "duplicate_bucket_file_id": ("liveness", "merge_convergence", "no_data_loss"),
+    "release_1_1_duplicate_file_id": (
+        "liveness",
+        "merge_convergence",
+        "no_data_loss",
+        "no_uncommitted_read",
+    ),
     "timeline_overwrite": (
         "instant_unique",
         "instant_monotonic",

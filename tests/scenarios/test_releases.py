@@ -50,6 +50,7 @@ EXPECTED: dict[str, dict[str, str | bool]] = {
         "restored_events_resend": "every_attempt",
         "checkpoint_deferred_recommits": False,
         "recommit_baseline": "coordinator",
+        "pending_file_ids": "ignored",
         "partial_update_merge": "column_group",
         "failed_writes_cleaning": "EAGER",
     },
@@ -66,6 +67,7 @@ EXPECTED: dict[str, dict[str, str | bool]] = {
         "restored_events_resend": "attempt_0",
         "checkpoint_deferred_recommits": False,
         "recommit_baseline": "coordinator",
+        "pending_file_ids": "ignored",
         "partial_update_merge": "column_group",
         "failed_writes_cleaning": "LAZY",
     },
@@ -82,6 +84,7 @@ EXPECTED: dict[str, dict[str, str | bool]] = {
         "restored_events_resend": "attempt_0",
         "checkpoint_deferred_recommits": True,
         "recommit_baseline": "job",
+        "pending_file_ids": "adopted",
         "partial_update_merge": "column_group",
         "failed_writes_cleaning": "LAZY",
     },
@@ -135,7 +138,8 @@ def test_known_bad_values_no_release_ships_are_never_a_preset(switch: str) -> No
 def test_the_presets_differ_where_a_release_carries_a_bug() -> None:
     """apache/hudi#19774 in 1.0 and 1.1, #19215 in 1.1 only, #19922 (restored checkpoint id, the
     deferred recommit left out of the checkpoint) in 1.0 and 1.1 as modelled, 1.0's re-send at
-    every attempt (#14365 is kept at the real rule: the switch would overstate it)."""
+    every attempt, #19907 (pending file ids ignored) in 1.0 and 1.1 (#14365 is kept at the real
+    rule: the switch would overstate it)."""
     latest = preset_values(LATEST)
     changed = {
         release: {k for k, v in preset_values(release).items() if v != latest[k]}
@@ -144,6 +148,7 @@ def test_the_presets_differ_where_a_release_carries_a_bug() -> None:
     assert changed == {
         "1.0": {
             "slice_anchor",
+            "pending_file_ids",
             "restored_checkpoint_id",
             "restored_events_resend",
             "checkpoint_deferred_recommits",
@@ -151,6 +156,7 @@ def test_the_presets_differ_where_a_release_carries_a_bug() -> None:
         },
         "1.1": {
             "slice_anchor",
+            "pending_file_ids",
             "snapshot_partial_buffers",
             "reset_recommit",
             "restored_checkpoint_id",

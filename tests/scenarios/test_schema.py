@@ -90,6 +90,7 @@ DEFAULTS: dict[str, Any] = {
     "protocol.restored_events_resend": "attempt_0",
     "protocol.recommit_baseline": "job",
     "protocol.checkpoint_deferred_recommits": True,
+    "protocol.pending_file_ids": "adopted",
     "protocol.partial_update_merge": "column_group",
     "protocol.failed_writes_cleaning": "LAZY",  # "auto" resolved for one async job
     "expect.violations": (),
@@ -208,6 +209,7 @@ def test_protocol_variants_default_to_the_real_rule() -> None:
         "restored_events_resend": ("attempt_0", "every_attempt"),
         "recommit_baseline": ("job", "coordinator"),
         "checkpoint_deferred_recommits": (True, False),
+        "pending_file_ids": ("adopted", "ignored"),
         "partial_update_merge": ("column_group", "row"),
         "failed_writes_cleaning": ("auto", "EAGER", "LAZY"),
     }

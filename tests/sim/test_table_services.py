@@ -110,7 +110,9 @@ def test_an_occ_job_commits_over_its_own_late_instants():
 @pytest.mark.parametrize("table,mode", [("MERGE_ON_READ", "async"), ("COPY_ON_WRITE", "blocking")])
 def test_two_occ_jobs_on_contended_keys_livelock_the_one_whose_commit_conflicts(table, mode):
     """Hudi's Flink sink has no retry: the job whose commit loses the conflict check fails over
-    and recommits the same instant, which conflicts again (apache/hudi#19046); it never drains."""
+    and recommits the same instant, which conflicts again (apache/hudi#19046); it never drains.
+    The second job's job manager fails over after the first job's first commit, so its writers
+    load that job's bucket file ids (two jobs starting on an empty table mint their own)."""
     job = {**OCC_JOB, "instant_generation": mode}
     outcome = run_world(
         make_scenario(
@@ -119,6 +121,7 @@ def test_two_occ_jobs_on_contended_keys_livelock_the_one_whose_commit_conflicts(
             table={"type": table},
             jobs=(job, {**job, "checkpoint_interval_s": 3}),
             sim={"drain_timeout_s": 30},
+            faults={"schedule": [{"at_s": 2.5, "kind": "crash", "target": "job1/coordinator"}]},
         )
     )
     events = outcome.history.events

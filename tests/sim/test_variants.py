@@ -98,6 +98,7 @@ VARIANTS += (
     Variant("reset_waits_for_notification", {"protocol": {"reset_recommit": "immediate"}}),
     Variant("deferred_recommit_lost", {"protocol": {"checkpoint_deferred_recommits": True}}),
     Variant("rescale_restored_id", {"protocol": {"restored_checkpoint_id": "always"}}),
+    Variant("duplicate_bucket_file_id", {"protocol": {"pending_file_ids": "adopted"}}),
     Variant("occ_recommit_baseline", {"protocol": {"recommit_baseline": "job"}}),
     Variant(
         "restart_before_bootstrap",
