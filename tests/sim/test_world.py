@@ -367,6 +367,14 @@ ORACLE_CASES = {
         jobs=({**JOB, "records_per_s": 300, "instant_generation": "blocking"},),
         faults={**ALL_FAULTS, "ack_loss": 0.0},
     ),
+    "cow-blocking-mini-batches-faults": dict(
+        seed=5,
+        table={"type": "COPY_ON_WRITE"},
+        jobs=(
+            {**JOB, "records_per_s": 600, "instant_generation": "blocking", "buffer_records": 80},
+        ),
+        faults={**ALL_FAULTS, "ack_loss": 0.0},
+    ),
     "mor-two-nbcc-jobs": dict(
         seed=4,
         jobs=(
