@@ -1,8 +1,9 @@
 """``pause``: the target process stops for ``duration_ms`` (a long garbage collection, a frozen
 VM or container), as Jepsen's pause nemesis does. It stops at its next protocol step that waits
-(a lock, a sleep) and keeps what it holds, so a coordinator paused inside TrueTime's lock or a
-commit (``StreamWriteOperatorCoordinator`` committing under the table lock) stalls every process
-waiting on that lock, and writers in blocking mode wait for its next instant."""
+(a lock, a sleep) or the next message it takes, and keeps what it holds, so a coordinator paused
+inside TrueTime's lock or a commit (``StreamWriteOperatorCoordinator`` committing under the table
+lock) stalls every process waiting on that lock, and writers in blocking mode wait for its next
+instant. A coordinator's write-client heartbeat timer stops with it (``sim/table_services.py``)."""
 
 from __future__ import annotations
 

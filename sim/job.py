@@ -111,7 +111,7 @@ class Job:
         self._attempt: Attempt | None = None
         self._channels: list[Channel] = []
         self._notify: Channel | None = None
-        context.services.register_writer(self._live_instants)
+        context.services.register_writer(self.process_name("coordinator"), self._live_instants)
 
     # --- what the world and the nemesis read -----------------------------------------------------
 

@@ -2,11 +2,15 @@
 the simpy environment the world runs in remembers, per process, until when it is paused.
 
 A paused process stops at its next protocol step that waits (a lock, a sleep; see
-:func:`sim.driver.drive`) and resumes when the pause ends; what it holds stays held, so a
-coordinator paused inside TrueTime's lock or a commit stalls every process waiting on that lock.
+:func:`sim.driver.drive`) or at the next message it takes (:func:`sit_out_pause`) and resumes
+when the pause ends; what it holds stays held, so a coordinator paused inside TrueTime's lock or a
+commit stalls every process waiting on that lock.
 """
 
 from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
 
 import simpy
 
@@ -36,4 +40,12 @@ class PausableEnvironment(simpy.Environment):
         return max(0, until_ms - int(self.now))
 
 
-__all__ = ["THREAD_MARK", "PausableEnvironment"]
+def sit_out_pause(env: simpy.Environment, process: str) -> Generator[simpy.Event, Any, None]:
+    """Wait while ``process`` is paused (nothing in an environment without pauses): a role's
+    loop calls it after taking a message, so a paused process handles nothing until it ends."""
+    if isinstance(env, PausableEnvironment):
+        while (left_ms := env.pause_left_ms(process)) > 0:
+            yield env.timeout(left_ms)
+
+
+__all__ = ["THREAD_MARK", "PausableEnvironment", "sit_out_pause"]

@@ -5,9 +5,14 @@ The decisions are the real ones in ``models/`` (:mod:`models.write.heartbeat`,
 :mod:`models.write.rollback`, :mod:`models.timeline.archiver`, :mod:`models.txn.concurrency`);
 this module decides *when* they run, as Hudi's Flink pipeline does:
 
-- Every job's coordinator keeps a heartbeat for each instant it has started and not committed
-  (Hudi's ``HoodieHeartbeatClient``), refreshed every ``heartbeat_interval_ms``; it stops at
-  commit and simply stops being refreshed when the job fails over.
+- Under LAZY cleaning every job's coordinator keeps a heartbeat for each instant it has started
+  and not committed (Hudi's ``HoodieHeartbeatClient``, started by ``startCommit`` only when the
+  policy is LAZY), refreshed every ``heartbeat_interval_ms`` by a timer of its own write client
+  (a thread of the coordinator's process: a pause of the coordinator stops it, and it stops
+  beating while the job fails over); a recommit starts it again (``recommitInstant``); it stops
+  at commit. Before a commit takes the table lock the coordinator's write client refuses an
+  instant whose heartbeat expired (``HeartbeatUtils#abortIfHeartbeatExpired``): a cleaner may
+  already have rolled it back. Under EAGER there are no heartbeats.
 - Failed writes are cleaned ``EAGER`` (one job: after a restart, once every task's bootstrap
   event is in, every pending write instant the coordinator does not own is rolled back) or
   ``LAZY`` (several jobs: the table-services job rolls back instants whose heartbeat expired).
@@ -24,15 +29,18 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import simpy
 
+from models.table_errors import HoodieException
 from models.timeline import archiver
 from models.timeline.instant import Instant
 from models.txn import concurrency
 from models.view.table import HudiTable
 from models.write import heartbeat, rollback
+from models.write.heartbeat import HeartbeatClient
 from models.write.writer import TableWriter
 from scenarios.tables import SimSpec
 from sim.driver import drive
@@ -41,6 +49,11 @@ from sim.flink.operator_coordinator import PrecommitCheck
 from sim.flink.runtime import Attempt
 from sim.history import HistoryRecorder
 from sim.storage import SimStorage
+
+
+class HeartbeatExpiredError(HoodieException, RuntimeError):
+    """A commit refused because the instant's heartbeat expired (Hudi's ``HoodieException``
+    from ``abortIfHeartbeatExpired``): the job fails over."""
 
 
 class CoordinatorClient(Protocol):
@@ -82,19 +95,64 @@ class TableServices:
         self.now_ms = now_ms
         self.sim = sim
         self.policy = policy
-        self._writers: list[Callable[[], Iterable[str]]] = []
+        self._writers: list[tuple[str, Callable[[], Iterable[str]]]] = []
+        self._last_beat_ms: dict[str, int] = {}  # the write clients' in-memory last beats
+        self._stopped: set[str] = set()  # timers that cancelled themselves after a pause
 
-    def register_writer(self, live_instants: Callable[[], Iterable[str]]) -> None:
-        """A job's coordinator: ``live_instants()`` are the instants whose heartbeats the
-        table-services process refreshes (none while the job fails over). Refreshed in
-        registration order."""
-        self._writers.append(live_instants)
+    def register_writer(self, owner: str, live_instants: Callable[[], Iterable[str]]) -> None:
+        """A job's coordinator ``owner`` (its process name): under LAZY, a heartbeat timer of its
+        own refreshes ``live_instants()`` (none while the job fails over), once
+        :meth:`start_heartbeat_timers` ran."""
+        self._writers.append((owner, live_instants))
+
+    def start_heartbeat_timers(self) -> None:
+        """Start the registered writers' timers (the run starts; never ending processes, so a
+        world that is only inspected never starts them)."""
+        if self.policy == "LAZY":
+            for owner, live_instants in self._writers:
+                self.env.process(self._heartbeat_timer(owner, live_instants))
+
+    def _heartbeat_timer(
+        self, owner: str, live_instants: Callable[[], Iterable[str]]
+    ) -> Generator[Any, Any, None]:
+        """The write client's timer (``HoodieHeartbeatClient``, ``scheduleAtFixedRate``): every
+        interval it rewrites each live instant's heartbeat; it beats on the coordinator's
+        process, so a pause of the coordinator misses beats until it ends."""
+        pause_left_ms = getattr(self.env, "pause_left_ms", lambda _owner: 0)
+        while True:
+            yield self.env.timeout(self.sim.heartbeat_interval_ms)
+            paused = pause_left_ms(owner)
+            if paused:
+                yield self.env.timeout(paused)
+            for instant in live_instants():
+                self._beat(instant)
+
+    def _beat(self, instant: str) -> None:
+        """One beat of ``instant``'s timer. A beat later than the expiry after the previous one
+        (the process was paused) stops the timer for good and leaves the heartbeat expired:
+        a LAZY cleaner may already be rolling the instant back (``HoodieHeartbeatClient``'s
+        timer task, which cancels itself then); a restart (:meth:`heartbeat_started`) revives it."""
+        now = self.now_ms()
+        if instant in self._stopped:
+            return
+        last = self._last_beat_ms.get(instant)
+        expiry = self.sim.heartbeat_interval_ms * self.sim.heartbeat_tolerable_misses
+        if last is not None and now - last > expiry:
+            self._stopped.add(instant)
+            return
+        self._last_beat_ms[instant] = now
+        with contextlib.suppress(OSError):  # a missed beat; enough and it looks dead
+            heartbeat.refresh(self.storage, instant, now)
 
     # --- heartbeats ----------------------------------------------------------------------------
 
     def heartbeat_started(self, instant: str) -> None:
-        """Start ``instant``'s heartbeat (a failed write is recorded, and the instant may then
-        look failed to LAZY cleaning)."""
+        """Start ``instant``'s heartbeat under LAZY (a failed write is recorded, and the instant
+        may then look failed to LAZY cleaning)."""
+        if self.policy != "LAZY":
+            return
+        self._stopped.discard(instant)
+        self._last_beat_ms[instant] = self.now_ms()
         try:
             heartbeat.start(self.storage, instant, self.now_ms())
         except OSError as error:
@@ -107,12 +165,30 @@ class TableServices:
         with contextlib.suppress(OSError):
             heartbeat.stop(self.storage, instant)
 
-    def refresh_heartbeats(self) -> None:
-        """Refresh the heartbeat of every live instant of every registered writer."""
-        for live_instants in self._writers:
-            for instant in live_instants():
-                with contextlib.suppress(OSError):  # a missed beat; enough and it looks dead
-                    heartbeat.refresh(self.storage, instant, self.now_ms())
+    def client_heartbeat(self) -> HeartbeatClient | None:
+        """The coordinators' write clients' heartbeat client (None under EAGER: no heartbeats)."""
+        if self.policy != "LAZY":
+            return None
+        return _ClientHeartbeat(self)
+
+    def abort_if_heartbeat_expired(self, instant: str) -> None:
+        """Under LAZY, refuse to commit ``instant`` when its heartbeat expired (Hudi's
+        ``HeartbeatUtils#abortIfHeartbeatExpired`` in ``BaseHoodieWriteClient#commitStats``,
+        before the table lock): :class:`HeartbeatExpiredError`, a job failure."""
+        if self.policy != "LAZY":
+            return
+        expired = heartbeat.is_expired(
+            self.storage,
+            instant,
+            self.now_ms(),
+            self.sim.heartbeat_interval_ms,
+            self.sim.heartbeat_tolerable_misses,
+        )
+        if expired:
+            last = heartbeat.heartbeat_ms(self.storage, instant)
+            raise HeartbeatExpiredError(
+                f"Heartbeat for instant {instant} has expired, last heartbeat {last}"
+            )
 
     # --- failed writes -------------------------------------------------------------------------
 
@@ -190,12 +266,11 @@ class TableServices:
         self, attempt: Attempt, compactor: Compactor, coordinator: CoordinatorClient
     ) -> Generator[Any, Any, None]:
         """The body of ``<job>/table-services``: resume interrupted compactions, then every
-        heartbeat interval refresh the heartbeats and, under LAZY, clean failed writes (as the
-        ``coordinator``, with its current write client)."""
+        heartbeat interval, under LAZY, clean failed writes (as the ``coordinator``, with its
+        current write client)."""
         yield from compactor.resume(attempt)
         while True:
             yield self.env.timeout(self.sim.heartbeat_interval_ms)
-            self.refresh_heartbeats()
             if self.policy == "LAZY":
                 yield from self.clean_lazily(
                     coordinator.me,
@@ -219,4 +294,17 @@ class TableServices:
         return concurrency.precommit_check(self.table)
 
 
-__all__ = ["TableServices"]
+@dataclass(frozen=True)
+class _ClientHeartbeat:
+    """:class:`models.write.heartbeat.HeartbeatClient` over the run's table services."""
+
+    services: TableServices
+
+    def start(self, instant_time: str) -> None:
+        self.services.heartbeat_started(instant_time)
+
+    def abort_if_expired(self, instant_time: str) -> None:
+        self.services.abort_if_heartbeat_expired(instant_time)
+
+
+__all__ = ["HeartbeatExpiredError", "TableServices"]

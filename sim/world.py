@@ -152,6 +152,7 @@ class World:
             self.log_block_format,
             data_schema,
             self.time_generator,
+            self.services.client_heartbeat(),
         )
         context = JobContext(
             env=self.env,
@@ -271,6 +272,7 @@ class World:
         self._setup_event()
         for job in self.jobs:
             job.start()
+        self.services.start_heartbeat_timers()
         self.nemesis.start(self.jobs)  # random faults and the [[faults.schedule]] (sim/nemesis.py)
         self.env.process(self._end_of_faults())
         duration_ms = int(self.scenario.scenario.duration_s * 1000)

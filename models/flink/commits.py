@@ -86,6 +86,8 @@ class InstantCommitter:
         if self.nothing_to_commit(buffer):
             yield from self._abandon(buffer.instant)
             return None
+        if recommit and self.writer.heartbeat is not None:
+            self.writer.heartbeat.start(buffer.instant)  # recommitInstant, LAZY (HUDI-6501)
         done = yield from self._write_commit(buffer.instant, stats)
         return CommitResult(
             done, buffer.checkpoint_id, buffer.records, tuple(s.path for s in stats), recommit

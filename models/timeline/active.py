@@ -338,7 +338,8 @@ class ActiveTimeline:
         ``time_generator`` is a :class:`models.timeline.truetime.TimeGenerator`; its ``consume_time`` keeps
         the lock while the file is created. ``precommit`` runs under that same lock hold just
         before the file is created (Hudi's conflict resolution inside the commit transaction);
-        if it raises, nothing is written.
+        if it raises, nothing is written. The inflight file must still exist (Hudi's
+        ``transitionStateToComplete`` checks it): a rolled-back instant never completes.
         """
         self._require_writable()
         if instant.state is not State.INFLIGHT:
@@ -352,6 +353,10 @@ class ActiveTimeline:
                 f.name.startswith(prefix) for f in self.storage.list_dir(self.folder)
             ):
                 raise TimelineError(f"{instant} is already completed")
+            # "Ensures old state exists in timeline" (transitionStateToComplete): an instant a
+            # rollback removed meanwhile cannot complete
+            if not self.storage.exists(self.path_of(instant)):
+                raise TimelineError(f"File {self.path_of(instant)} does not exist!")
             if completion_time <= instant.requested_time:
                 raise TimelineError(
                     f"completion time {completion_time} is not after requested time of {instant}"

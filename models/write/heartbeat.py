@@ -29,11 +29,28 @@ modification time is ever used for expiry. ``models`` reads no clock: callers pa
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol
 
 from models.storage import Storage, join
 from models.timeline.active import Timeline
 from models.timeline.instant import Instant
 from models.timeline.instant_time import normalize
+
+
+class HeartbeatClient(Protocol):
+    """A write client's heartbeat client as the commit path uses it (Hudi's
+    ``HoodieHeartbeatClient`` under LAZY cleaning)."""
+
+    def start(self, instant_time: str) -> None:
+        """Start (or restart) ``instant_time``'s heartbeat: ``recommitInstant`` does it before it
+        commits a restored instant."""
+        ...
+
+    def abort_if_expired(self, instant_time: str) -> None:
+        """Raise if ``instant_time``'s heartbeat expired (``abortIfHeartbeatExpired``, before the
+        commit takes the table lock)."""
+        ...
+
 
 HEARTBEAT_FOLDER = ".hoodie/.heartbeat"
 DEFAULT_HEARTBEAT_INTERVAL_MS = 60_000

@@ -58,6 +58,7 @@ from models.view.fsview import latest_file_slices
 from models.view.reader import decoded_parquet, merge_file_slice
 from models.view.table import HudiTable, ViewOptions
 from models.write.compaction import run_compaction, schedule_compaction
+from models.write.heartbeat import HeartbeatClient
 from models.write.merge_handle import merge_handle_rows
 from models.write.mini_batch import merge_into_previous
 from models.write.rollback import delete_markers, list_markers
@@ -87,6 +88,7 @@ class TableWriter:
         view_options: ViewOptions | None = None,
         stage_id: int = 1,
         attempt_id: int = 0,
+        heartbeat: HeartbeatClient | None = None,
     ) -> None:
         """``data_schema``: the data columns every commit carries in its metadata when it wrote no
         records itself (a coordinator commits files that write tasks wrote, so it never saw their
@@ -96,7 +98,9 @@ class TableWriter:
         the same file group name their files apart even at the same task and log version.
         ``attempt_id``: the last part, the Flink attempt number of the writing task
         (``FlinkTaskContextSupplier#getAttemptIdSupplier``): a restarted task writing into the
-        same instant names its files apart from the failed attempt's."""
+        same instant names its files apart from the failed attempt's. ``heartbeat``: the client's
+        heartbeats under LAZY cleaning, checked before a commit takes the lock (Hudi's
+        ``abortIfHeartbeatExpired``)."""
         self.table = table
         self.storage = table.storage
         self.timeline = table.active_timeline
@@ -105,6 +109,7 @@ class TableWriter:
         self.view_options = view_options
         self.stage_id = stage_id
         self.attempt_id = attempt_id
+        self.heartbeat = heartbeat
         self._schemas: dict[str, str] = {}  # instant -> Avro schema of its data columns
         self._default_schema = (
             avro_schema_for(data_schema, *self._avro_names()) if data_schema is not None else None
@@ -139,6 +144,8 @@ class TableWriter:
         Under the table lock, right before the completed file is created: ``precommit`` (the OCC
         conflict check; raising aborts the commit), then :meth:`finalize_write`.
         ``extra_metadata`` joins the schema in the commit's ``extraMetadata``."""
+        if self.heartbeat is not None:  # commitStats: before the transaction's lock
+            self.heartbeat.abort_if_expired(instant.requested_time)
         stats = tuple(stats)
         by_partition: dict[str, list[WriteStat]] = {}
         for stat in stats:

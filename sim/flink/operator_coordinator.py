@@ -45,7 +45,7 @@ from sim.messages import (
     InstantResponse,
     SnapshotRequest,
 )
-from sim.pauses import THREAD_MARK
+from sim.pauses import THREAD_MARK, sit_out_pause
 
 RESTART_STEPS = {
     "start": "a new coordinator: reset to the checkpoint, then start (recommits what it restored)",
@@ -237,6 +237,7 @@ class OperatorCoordinator:
         while True:
             with self.mailbox.get() as get:  # an interrupt withdraws the request: the mailbox
                 message = yield get  # outlives this process and must not feed a dead one
+            yield from sit_out_pause(env, me)
             if message.epoch != epoch and isinstance(message, STALE_KINDS):
                 continue
             if isinstance(message, InstantRequest):
@@ -259,6 +260,7 @@ class OperatorCoordinator:
         while True:
             with self.requests.get() as get:
                 message = yield get
+            yield from sit_out_pause(self.attempt.env, self.me)
             if message.epoch == epoch:  # a request of an earlier attempt has no sender left
                 yield from self._instant_request(message)
 

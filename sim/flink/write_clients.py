@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from models.timeline.truetime import TimeGenerator
 from models.view.table import HudiTable, ViewOptions
+from models.write.heartbeat import HeartbeatClient
 from models.write.writer import TableWriter
 from sim.storage import SimStorage
 
@@ -36,6 +37,8 @@ class FlinkWriteClients:
     log_block_format: str
     data_schema: pa.Schema
     time_generator: Callable[[str], TimeGenerator]
+    heartbeat: HeartbeatClient | None = None
+    """The coordinator's write client's heartbeats (LAZY)."""
 
     def coordinator_writer(self, process: str) -> TableWriter:
         """The operator coordinator's client, taking instant times on ``process``'s clock."""
@@ -45,6 +48,7 @@ class FlinkWriteClients:
             data_schema=self.data_schema,
             log_block_format=self.log_block_format,
             view_options=self.view_options,
+            heartbeat=self.heartbeat,
         )
 
     def task_writer(self, stage_id: int, attempt_id: int = 0) -> TableWriter:

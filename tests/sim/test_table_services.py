@@ -19,7 +19,7 @@ from models.txn.concurrency import ConcurrentWriteConflict
 from models.write.heartbeat import heartbeat_ms
 from models.write.writer import TableWriter
 from sim.driver import drive
-from sim.table_services import TableServices
+from sim.table_services import HeartbeatExpiredError, TableServices
 from sim.world import World
 from tests.sim.test_world import JOB, make_scenario, ok_events, run_world, verdicts, whys
 
@@ -150,21 +150,42 @@ def services_on(world: World, policy: str = "LAZY") -> TableServices:
     )
 
 
-def test_heartbeats_of_the_registered_writers_live_instants_are_refreshed():
+def test_each_writer_beats_on_its_own_timer_which_a_pause_of_its_coordinator_stops():
+    """Hudi's ``HoodieHeartbeatClient`` of the coordinator's write client: a timer per client
+    every interval; a paused coordinator misses beats and its commit is refused once they
+    expired (``abortIfHeartbeatExpired``)."""
     world = World(make_scenario())
     services = services_on(world)
-    live = {"a": ["20260101000000001"], "b": []}
-    services.register_writer(lambda: live["a"])
-    services.register_writer(lambda: live["b"])
+    interval = world.scenario.sim.heartbeat_interval_ms
+    mine, other = "20260101000000001", "20260101000000002"
+    services.register_writer("a/coordinator", lambda: [mine])
+    services.register_writer("b/coordinator", lambda: [other])
+    services.start_heartbeat_timers()
+    services.heartbeat_started(mine)
+    services.heartbeat_started(other)
+    world.env.run(until=interval + 1)
+    assert heartbeat_ms(world.storage, mine) == heartbeat_ms(world.storage, other)
+    assert heartbeat_ms(world.storage, mine) == world.now_ms() - 1
+    world.env.pause("a/coordinator", 3 * interval)
+    world.env.run(until=3 * interval + 2)
+    assert heartbeat_ms(world.storage, other) == world.now_ms() - 2
+    assert heartbeat_ms(world.storage, mine) == world.now_ms() - 2 * interval - 2
+    services.abort_if_heartbeat_expired(other)
+    with pytest.raises(HeartbeatExpiredError, match=f"Heartbeat for instant {mine} has expired"):
+        services.abort_if_heartbeat_expired(mine)
+    services.heartbeat_stopped(mine)
+    assert heartbeat_ms(world.storage, mine) is None
+
+
+def test_eager_cleaning_keeps_no_heartbeats_and_never_refuses_a_commit():
+    world = World(make_scenario())
+    services = services_on(world, "EAGER")
+    services.register_writer("a/coordinator", lambda: ["20260101000000001"])
+    services.start_heartbeat_timers()
     services.heartbeat_started("20260101000000001")
-    assert heartbeat_ms(world.storage, "20260101000000001") == world.now_ms()
-    world.env.run(until=1500)
-    services.refresh_heartbeats()
-    assert heartbeat_ms(world.storage, "20260101000000001") == world.now_ms()
-    services.heartbeat_stopped("20260101000000001")
+    world.env.run(until=3 * world.scenario.sim.heartbeat_interval_ms)
     assert heartbeat_ms(world.storage, "20260101000000001") is None
-    services.refresh_heartbeats()  # a live instant whose heartbeat stopped beats again
-    assert heartbeat_ms(world.storage, "20260101000000001") == world.now_ms()
+    services.abort_if_heartbeat_expired("20260101000000001")
 
 
 def test_only_eager_cleaning_rolls_back_after_a_bootstrap_and_never_the_owners_instants():

@@ -72,7 +72,10 @@ class Served:
         mode: str = "async",
         commit_ack_timeout_ms: int = 300_000,
     ) -> None:
-        world = World(make_scenario(jobs=({"writers": 1},)))
+        # EAGER: the fake services keep no heartbeats the real write client could check
+        world = World(
+            make_scenario(jobs=({"writers": 1},), protocol={"failed_writes_cleaning": "EAGER"})
+        )
         self.h = RoleHarness(env=world.env, history=world.history)
         clients = world.jobs[0].context.clients
         self.services = FakeServices()
