@@ -8,25 +8,11 @@ Hudi's on-disk format (table version 8, timeline layout 2), so that the independ
 2. ``write_base_file`` / ``append_log_file``: a marker under ``.hoodie/.temp/<instant>/`` first
    (so a rollback can find the file), then the data file named with the instant's requested time.
 3. ``commit``: commit metadata (write stats + the Avro schema in ``extraMetadata``), completion time
-   generated and, under the generator's lock, the write finalized (below) and the completed file
-   created; markers removed.
+   generated and, under the generator's lock, the write finalized (:mod:`models.write.finalize`)
+   and the completed file created; markers removed.
 
-Finalizing a write (Hudi's ``HoodieTable.finalizeWrite`` -> ``reconcileAgainstMarkers``, run by the
-write client's ``commit`` after conflict resolution and before ``saveAsComplete``): every data file
-a ``CREATE``/``MERGE`` marker of the instant announces (``WriteMarkers.createdAndMergedDataPaths``)
-that no write stat of the commit lists is deleted. Hudi does it for the duplicate files of retried
-Spark tasks; in a Flink job it is what keeps a re-commit honest: a restored instant re-committed
-with the write statuses a checkpoint kept must not leave visible the files flushed into it after
-that checkpoint (the source replays those records under a new instant). Completed readers take
-every file named with a completed instant, so an unlisted file left behind would be visible data
-nobody committed. Log files are included: table version 8+ names each log file after the
-deltacommit that creates it and Hudi 1.x marks it ``CREATE``
-(``WriteMarkers.createLogMarkerIfNotExists``; the ``APPEND`` markers of ``AppendMarkerHandler``
-exist for table version 6 only, whose logs are shared across instants and "already fail-safe"),
-so an unlisted log file is garbage of this instant like any base file; a listed one stays. One
-marker listing per commit.
-
-Compaction (:meth:`TableWriter.schedule_compaction`, :meth:`TableWriter.run_compaction`) is in
+Finalizing a write is :mod:`models.write.finalize`. Compaction
+(:meth:`TableWriter.schedule_compaction`, :meth:`TableWriter.run_compaction`) is in
 :mod:`models.write.compaction`; creating a table in :mod:`models.write.table_init`; the meta
 columns, markers and partition files of each data file in :mod:`models.write.write_handles`.
 
@@ -58,10 +44,11 @@ from models.view.fsview import latest_file_slices
 from models.view.reader import decoded_parquet, merge_file_slice
 from models.view.table import HudiTable, ViewOptions
 from models.write.compaction import run_compaction, schedule_compaction
+from models.write.finalize import finalize_write
 from models.write.heartbeat import HeartbeatClient
 from models.write.merge_handle import merge_handle_rows
 from models.write.mini_batch import merge_into_previous
-from models.write.rollback import delete_markers, list_markers
+from models.write.rollback import delete_markers
 from models.write.write_handles import (
     META_COLUMNS,
     WriteError,
@@ -69,10 +56,6 @@ from models.write.write_handles import (
     with_meta_columns,
     write_data_file,
 )
-
-RECONCILED_MARKER_TYPES = ("CREATE", "MERGE")
-"""Markers whose files finalizing a write deletes when the commit does not list them
-(``createdAndMergedDataPaths``)."""
 
 
 class TableWriter:
@@ -175,20 +158,9 @@ class TableWriter:
         return done
 
     def finalize_write(self, instant_time: str, stats: Iterable[WriteStat]) -> list[str]:
-        """Delete the data files ``instant_time`` created that ``stats`` do not list; return them.
-
-        Hudi's ``reconcileAgainstMarkers`` (module docstring): the instant's ``CREATE``/``MERGE``
-        markers name every file it created, the write stats name the files it commits. Idempotent
-        (a retried commit finalizes again; a file already gone counts as deleted)."""
-        listed = {s.path for s in stats}
-        invalid = sorted(
-            m.data_path
-            for m in list_markers(self.storage, instant_time)
-            if m.marker_type in RECONCILED_MARKER_TYPES and m.data_path not in listed
-        )
-        for path in invalid:
-            self.storage.delete(path)
-        return invalid
+        """Delete the data files ``instant_time`` created that ``stats`` do not list; return them
+        (:func:`models.write.finalize.finalize_write`)."""
+        return finalize_write(self.storage, instant_time, stats)
 
     # --- data files -----------------------------------------------------------------------------
 

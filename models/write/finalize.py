@@ -1,0 +1,47 @@
+"""Finalizing a write (Hudi's ``HoodieTable.finalizeWrite`` -> ``reconcileAgainstMarkers``, run by
+the write client's ``commit`` after conflict resolution and before ``saveAsComplete``): every data file
+a ``CREATE``/``MERGE`` marker of the instant announces (``WriteMarkers.createdAndMergedDataPaths``)
+that no write stat of the commit lists is deleted. Hudi does it for the duplicate files of retried
+Spark tasks; in a Flink job it is what keeps a re-commit honest: a restored instant re-committed
+with the write statuses a checkpoint kept must not leave visible the files flushed into it after
+that checkpoint (the source replays those records under a new instant). Completed readers take
+every file named with a completed instant, so an unlisted file left behind would be visible data
+nobody committed. Log files are included: table version 8+ names each log file after the
+deltacommit that creates it and Hudi 1.x marks it ``CREATE``
+(``WriteMarkers.createLogMarkerIfNotExists``; the ``APPEND`` markers of ``AppendMarkerHandler``
+exist for table version 6 only, whose logs are shared across instants and "already fail-safe"),
+so an unlisted log file is garbage of this instant like any base file; a listed one stays. One
+marker listing per commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from models.format.commit_metadata import WriteStat
+from models.storage import Storage
+from models.write.rollback import list_markers
+
+RECONCILED_MARKER_TYPES = ("CREATE", "MERGE")
+"""Markers whose files finalizing a write deletes when the commit does not list them
+(``createdAndMergedDataPaths``)."""
+
+
+def finalize_write(storage: Storage, instant_time: str, stats: Iterable[WriteStat]) -> list[str]:
+    """Delete the data files ``instant_time`` created that ``stats`` do not list; return them.
+
+    Hudi's ``reconcileAgainstMarkers``: the instant's ``CREATE``/``MERGE`` markers name every file
+    it created, the write stats name the files it commits. Idempotent (a retried commit finalizes
+    again; a file already gone counts as deleted)."""
+    listed = {s.path for s in stats}
+    invalid = sorted(
+        m.data_path
+        for m in list_markers(storage, instant_time)
+        if m.marker_type in RECONCILED_MARKER_TYPES and m.data_path not in listed
+    )
+    for path in invalid:
+        storage.delete(path)
+    return invalid
+
+
+__all__ = ["RECONCILED_MARKER_TYPES", "finalize_write"]

@@ -1,0 +1,220 @@
+"""The roles of one execution attempt of a job, as its JobMaster deploys them: the operator
+coordinator and its write coordinator, the write tasks with their bucket index, the source, the
+checkpoint coordinator, the compactor and the RPC channels between them.
+
+:class:`JobRoles` is the part of :class:`sim.job.Job` that builds them from the job's scenario
+spec and context; the job decides when (its attempts and restart paths).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from models.flink.coordinator import RestoreRules, WriteCoordinator
+from models.flink.write_task import FileLayout, WriteTask
+from models.format.records import RecordSource
+from models.txn.write_config import NON_BLOCKING_CONCURRENCY_CONTROL, job_concurrency_mode
+from scenarios.tables import JobSpec
+from sim.flink.bucket_assign import TaskBucketIndex, owned_buckets, task_bucket_index
+from sim.flink.checkpoint_coordinator import (
+    CheckpointCoordinator,
+    CheckpointSettings,
+    CheckpointStore,
+    PendingAcks,
+)
+from sim.flink.compactor import Compactor
+from sim.flink.operator_coordinator import CommitReporter, OperatorCoordinator, PrecommitCheck
+from sim.flink.runtime import Attempt, Gateway
+from sim.flink.source import SourcePosition, SourceReader
+from sim.flink.write_function import WriteFunction
+from sim.job_context import JobContext
+from sim.network import Channel
+
+if TYPE_CHECKING:
+    import simpy
+
+    from sim.history import HistoryRecorder
+    from sim.rng import Rng
+
+
+class JobRoles:
+    """Builders of an attempt's roles; :class:`sim.job.Job` supplies the attributes below."""
+
+    spec: JobSpec
+    index: int
+    name: str
+    parallelism: int
+    mode: str
+    context: JobContext
+    env: simpy.Environment
+    history: HistoryRecorder
+    rng: Rng
+    source: RecordSource
+    layout: FileLayout
+    operation_type: str
+    checkpoint_settings: CheckpointSettings
+    task_attempt: int
+    job_id: int
+    draining: bool
+    checkpoints: CheckpointStore
+    position: SourcePosition
+    occ_check: PrecommitCheck | None
+    reporter: CommitReporter
+    compactor: Compactor | None
+    _operator: OperatorCoordinator | None
+    coordinator: WriteCoordinator | None
+    process_name: Callable[[str], str]
+    _check_drained: Callable[[], None]
+
+    def _operator_coordinator(self, attempt: Attempt) -> OperatorCoordinator:
+        """The operator coordinator of ``attempt``, which creates its write coordinator."""
+        self._operator = OperatorCoordinator(
+            attempt,
+            lambda: self._write_coordinator(attempt),
+            services=self.context.services,
+            compaction=self.compactor,
+            on_notified=self._check_drained,
+            commit_ack_timeout_ms=int(self.spec.commit_ack_timeout_s * 1000),
+        )
+        return self._operator
+
+    def _write_coordinator(self, attempt: Attempt) -> WriteCoordinator:
+        """A new write coordinator (Flink's ``OperatorCoordinator.Provider#create``), its write
+        client on the coordinator's clock."""
+        protocol = self.context.protocol
+        writer = self.context.clients.coordinator_writer(attempt.process_name("coordinator"))
+        return WriteCoordinator(
+            writer,
+            parallelism=self.parallelism,
+            mode=self.mode,
+            operation_type=self.operation_type,
+            precommit=self.reporter.recording_aborts(self._occ_check()),
+            commit_scope=protocol.commit_scope,
+            restore_rules=RestoreRules(
+                snapshot_partial_buffers=protocol.snapshot_partial_buffers,
+                reset_recommit=protocol.reset_recommit,
+                checkpoint_deferred_recommits=protocol.checkpoint_deferred_recommits,
+            ),
+            on_rollback=self.reporter.rolled_back,
+            concurrency_mode=job_concurrency_mode(self.spec.concurrency, self.context.job_count),
+        )
+
+    def _occ_check(self) -> PrecommitCheck | None:
+        """The OCC check of a new write coordinator: the job's, which remembers the job's own
+        commits across restarts, or (``recommit_baseline = "coordinator"``, apache/hudi#19024)
+        a fresh one that knows none of them."""
+        if self.context.protocol.recommit_baseline == "coordinator":
+            return self.context.services.occ_check(self.spec.concurrency)
+        return self.occ_check
+
+    def _write_function(
+        self, attempt: Attempt, task_id: int, *, to_coordinator: Gateway, to_checkpoints: Gateway
+    ) -> WriteFunction:
+        clients = self.context.clients
+        task = WriteTask(
+            task_id,
+            self.spec.buffer_records,
+            operation=self.spec.operation,
+            merge_mode=clients.table.config.merge_mode or "EVENT_TIME_ORDERING",
+            persist_write_meta=self.context.protocol.persist_write_meta,
+            restored_checkpoint_id=self.context.protocol.restored_checkpoint_id,
+            restored_events_resend=self.context.protocol.restored_events_resend,
+            job_id=self.job_id,
+        )
+        return WriteFunction(
+            attempt,
+            task,
+            clients.task_writer(self.index + 1, self.task_attempt),
+            layout=self.layout,
+            mode=self.mode,
+            attempt_number=self.task_attempt,
+            storage=clients.storage,
+            base_instants=clients.latest_base_instants,
+            to_coordinator=to_coordinator,
+            to_checkpoints=to_checkpoints,
+            bucket_index=self._bucket_index(attempt, task_id),
+        )
+
+    def _bucket_index(self, attempt: Attempt, task_id: int) -> TaskBucketIndex | None:
+        """An upsert task's bucket index; the coordinator it asks for pending file ids is the
+        job's current one (:mod:`sim.flink.bucket_assign`)."""
+        if self.spec.operation != "upsert":
+            return None
+
+        def pending(partition: str) -> list[str]:
+            coordinator = self.coordinator
+            return (
+                [] if coordinator is None else coordinator.buffers.pending_write_file_ids(partition)
+            )
+
+        clients = self.context.clients
+        adopted = self.context.protocol.pending_file_ids == "adopted"
+        return task_bucket_index(
+            clients.table,
+            clients.view_options,
+            owned_buckets(self.layout.buckets_per_partition, self.parallelism, task_id),
+            nbcc=job_concurrency_mode(self.spec.concurrency, self.context.job_count)
+            == NON_BLOCKING_CONCURRENCY_CONTROL,
+            rng=self.rng.child(f"file-ids:{attempt.epoch}:{task_id}"),
+            pending=pending if adopted else None,
+        )
+
+    def _source(self, attempt: Attempt, tasks: list[WriteFunction]) -> SourceReader:
+        return SourceReader(
+            attempt,
+            self.source,
+            self.position,
+            records_per_s=self.spec.records_per_s,
+            buckets_per_partition=self.layout.buckets_per_partition,
+            outputs=tasks,
+        )
+
+    def _checkpointing(
+        self,
+        attempt: Attempt,
+        acks: PendingAcks,
+        coordinator: OperatorCoordinator,
+        tasks: list[WriteFunction],
+        notify: Channel,
+    ) -> CheckpointCoordinator:
+        return CheckpointCoordinator(
+            attempt,
+            self.checkpoints,
+            acks,
+            settings=self.checkpoint_settings,
+            coordinator=coordinator,
+            tasks=tasks,
+            position=self.position,
+            notify_channel=notify,
+            faults=self.context.faults,
+            fault_rng=self.rng.child(f"checkpoint-faults:{attempt.epoch}"),
+            draining=lambda: self.draining,
+        )
+
+    def _compactor(self) -> Compactor:
+        clients, process = self.context.clients, self.process_name("compactor")
+        return Compactor(
+            history=self.history,
+            table=clients.table,
+            storage=clients.storage,
+            new_writer=lambda: clients.compactor_writer(process, self.index + 1),
+            process=process,
+            every_commits=self.spec.compaction_every_commits,
+        )
+
+    def _channel(
+        self, role: str, *, loss: float = 0.0, duplicate: float = 0.0, fifo: bool = True
+    ) -> Channel:
+        """An RPC channel of this attempt; its random stream starts afresh in every attempt."""
+        delay = self.context.sim.network_delay_ms
+        return Channel(
+            self.env,
+            f"{self.name}/{role}",
+            self.rng.child(f"net:{role}"),
+            delay_ms=(delay, delay * 2),
+            loss=loss,
+            duplicate=duplicate,
+            fifo=fifo,
+            on_fault=self.history.nemesis,
+        )
