@@ -45,16 +45,21 @@ class TestBucketStreamWriteRecommitRace:
         for row in rows:
             pipeline.invoke(row)
 
+    def first_write(self, pipeline: WritePipeline) -> str:
+        """Step 1 of both tests: the first batch, ``checkpointFunction(1)``, its flush event
+        handed to the coordinator (not committed); fileId-A."""
+        self.invoke(pipeline, FIRST_BATCH)
+        pipeline.checkpoint_function(1)
+        flush_event = pipeline.next_event()
+        pipeline.driver.handle_event(flush_event)
+        return file_id_of(flush_event)
+
     def test_reuse_pending_file_id_avoids_duplicate_after_recommit_race(self) -> None:
         """``#testReusePendingFileIdAvoidsDuplicateAfterRecommitRace``: a task-level failover
         while the coordinator keeps fileId-A buffered; the new record adopts it."""
         pipeline = self.open_pipeline()
         # Step 1: first write; checkpoint(1) flushes fileId-A, handled but not committed
-        self.invoke(pipeline, FIRST_BATCH)
-        pipeline.checkpoint_function(1)
-        flush_event = pipeline.next_event()
-        file_id_a = file_id_of(flush_event)
-        pipeline.driver.handle_event(flush_event)
+        file_id_a = self.first_write(pipeline)
         # Step 2: task-level failover (attempt 1): only an empty bootstrap event, held
         pipeline.subtask_fails(0, 1)
         bootstrap_event = pipeline.next_event()
@@ -79,11 +84,7 @@ class TestBucketStreamWriteRecommitRace:
         0) re-sends fileId-A's event, the recommit commits it before the next record, which
         loads fileId-A from the committed view."""
         pipeline = self.open_pipeline()
-        self.invoke(pipeline, FIRST_BATCH)
-        pipeline.checkpoint_function(1)
-        flush_event = pipeline.next_event()
-        file_id_a = file_id_of(flush_event)
-        pipeline.driver.handle_event(flush_event)
+        file_id_a = self.first_write(pipeline)
         pipeline.subtask_fails(0, 0)
         pipeline.driver.handle_event(pipeline.next_event())
         self.invoke(pipeline, SECOND_BATCH)
