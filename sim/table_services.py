@@ -48,6 +48,7 @@ from sim.flink.compactor import Compactor
 from sim.flink.operator_coordinator import PrecommitCheck
 from sim.flink.runtime import Attempt
 from sim.history import HistoryRecorder
+from sim.pauses import sit_out_pause
 from sim.storage import SimStorage
 
 
@@ -118,12 +119,9 @@ class TableServices:
         """The write client's timer (``HoodieHeartbeatClient``, ``scheduleAtFixedRate``): every
         interval it rewrites each live instant's heartbeat; it beats on the coordinator's
         process, so a pause of the coordinator misses beats until it ends."""
-        pause_left_ms = getattr(self.env, "pause_left_ms", lambda _owner: 0)
         while True:
             yield self.env.timeout(self.sim.heartbeat_interval_ms)
-            paused = pause_left_ms(owner)
-            if paused:
-                yield self.env.timeout(paused)
+            yield from sit_out_pause(self.env, owner)
             for instant in live_instants():
                 self._beat(instant)
 

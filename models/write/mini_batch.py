@@ -34,12 +34,10 @@ from models.timeline.instant import Instant
 from models.view.filenames import parse_base_file_name
 from models.view.reader import decoded_parquet
 from models.write.merge_handle import merge_handle_rows
-from models.write.write_handles import write_data_file
+from models.write.write_handles import with_file_name, write_data_file
 
 if TYPE_CHECKING:
     from models.write.writer import TableWriter
-
-FILE_NAME_COLUMN = "_hoodie_file_name"
 
 
 def roll_file_name(file_id: str, write_token: str, roll_number: int, instant_time: str) -> str:
@@ -95,11 +93,7 @@ def _replace(
     ):
         roll_number += 1
     roll_name = roll_file_name(file_id, token, roll_number, instant.requested_time)
-    rows = merged.set_column(
-        merged.column_names.index(FILE_NAME_COLUMN),
-        FILE_NAME_COLUMN,
-        pa.array([roll_name] * merged.num_rows, pa.string()),
-    )
+    rows = with_file_name(merged, roll_name)
     data = base_file_parquet(rows)
     write_data_file(storage, instant, partition, roll_name, data, "MERGE")
     roll_path = join(partition, roll_name)

@@ -64,6 +64,15 @@ def with_meta_columns(
     return pa.Table.from_arrays(columns, names=names)
 
 
+def with_file_name(rows: pa.Table, file_name: str) -> pa.Table:
+    """``rows`` (with meta columns) with ``_hoodie_file_name`` set to ``file_name`` for all."""
+    return rows.set_column(
+        rows.column_names.index("_hoodie_file_name"),
+        "_hoodie_file_name",
+        repeated_string(file_name, rows.num_rows),
+    )
+
+
 def write_data_file(
     storage: Storage, instant: Instant, partition: str, name: str, data: bytes, marker_type: str
 ) -> None:

@@ -53,6 +53,7 @@ from models.write.write_handles import (
     META_COLUMNS,
     WriteError,
     next_log_version,
+    with_file_name,
     with_meta_columns,
     write_data_file,
 )
@@ -185,11 +186,7 @@ class TableWriter:
         name = str(BaseFileName(file_id, self.write_token(task_id), instant.requested_time))
         rows = records if keep_meta else self.with_meta(instant, partition, name, records, task_id)
         if keep_meta:
-            rows = rows.set_column(
-                rows.column_names.index("_hoodie_file_name"),
-                "_hoodie_file_name",
-                pa.array([name] * rows.num_rows, pa.string()),
-            )
+            rows = with_file_name(rows, name)
         self.remember_schema(instant, records)
         data = base_file_parquet(rows)
         self._write_data_file(instant, partition, name, data, "CREATE")
