@@ -27,6 +27,7 @@ from typing import Annotated, Any, Self
 import tomli_w
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from models.flink.write_buffer import MB, MERGE_READER_MB, MIN_REQUIRED_PAGES
 from scenarios.convert import convert, syntax_error
 from scenarios.errors import RuleViolation, ScenarioError, number_text, show
 from scenarios.faults import (
@@ -228,6 +229,26 @@ class Scenario(Spec):
         return self
 
     @model_validator(mode="after")
+    def _write_buffers_have_memory(self) -> Self:
+        """A writer's buffer memory is positive (Hudi's check in ``MemorySegmentPoolFactory``)
+        and holds a new bucket's pages."""
+        for index, job in enumerate(self.jobs):
+            if _buffer_pages(job) < MIN_REQUIRED_PAGES:
+                least = (
+                    MERGE_READER_MB
+                    + job.write_merge_max_memory_mb
+                    + (MIN_REQUIRED_PAGES * job.write_memory_segment_page_size_bytes / MB)
+                )
+                raise RuleViolation(
+                    f"{number_text(job.write_task_max_size_mb)} MB leaves the write buffers less "
+                    f"than {MIN_REQUIRED_PAGES} pages after the merge reader's 100 MB and "
+                    "write_merge_max_memory_mb",
+                    key=f"jobs[{index}].write_task_max_size_mb",
+                    allowed=f"a number >= {least:.6g}",
+                )
+        return self
+
+    @model_validator(mode="after")
     def _records_fit_in_memory(self) -> Self:
         """Every job's source records together stay below :data:`MAX_RECORDS`."""
         total = sum(job.records_per_s for job in self.jobs) * self.scenario.duration_s
@@ -259,6 +280,12 @@ class Scenario(Spec):
                     allowed=describe_targets(self, entry.kind),
                 )
         return self
+
+
+def _buffer_pages(job: JobSpec) -> int:
+    """Pages of a writer's buffer memory (``MemorySegmentPoolFactory``; none if not positive)."""
+    memory_mb = job.write_task_max_size_mb - MERGE_READER_MB - job.write_merge_max_memory_mb
+    return max(0, int(memory_mb * MB) // job.write_memory_segment_page_size_bytes)
 
 
 def _auto_cleaning(jobs: list[Any], release: object) -> str:

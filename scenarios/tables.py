@@ -110,8 +110,24 @@ class JobSpec(Spec):
     the ``CommitGuard``'s wait; 300 s in Hudi 1.1)."""
     records_per_s: number_in(0, 1_000_000, open_low=True) = 1000.0
     """Source rate of the whole job, spread over its writers by key."""
-    buffer_records: integer_in(1, MAX_RECORDS) = 10000
-    """Records a writer buffers before an eager flush (mini-batch) between checkpoints."""
+    write_batch_size_mb: number_in(0, 1_000_000, open_low=True) = 256.0
+    """Hudi's ``write.batch.size``: a writer flushes a bucket (file group) holding more than
+    this many MB of records at once, between checkpoints (an eager flush, a mini-batch)."""
+    write_task_max_size_mb: number_in(0, 1_000_000, open_low=True) = 1024.0
+    """Hudi's ``write.task.max.size``: a writer's memory; its buffers get what is left after
+    the merge reader's 100 MB and ``write_merge_max_memory_mb``, and when they are full the
+    largest bucket is flushed."""
+    write_merge_max_memory_mb: number_in(0, 1_000_000) = 100.0
+    """Hudi's ``write.merge.max_memory``."""
+    write_memory_segment_page_size_bytes: integer_in(16, 1 << 30) = 32768
+    """Hudi's ``write.memory.segment.page.size``: the page size of a writer's buffer memory."""
+    record_payload_bytes: integer_in(0, 1 << 30) = 0
+    """Bytes each record carries besides the columns the model writes (a payload it does not
+    materialise), counted in the write buffers' sizes only; a record's size is its Flink
+    ``BinaryRowData`` size plus this."""
+    buffer_records: integer_in(0, MAX_RECORDS) = 0
+    """Not Hudi's (older scenario files): a cap on the records a writer buffers; reaching it
+    flushes the largest bucket, as a full buffer memory does. 0: no cap."""
     operation: Literal["upsert", "insert"] = "upsert"
     """Write operation; insert never deduplicates, so a re-written batch shows up twice."""
     key_space: integer_in(1, 1_000_000_000) = 10000

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from models.flink.coordinator import RestoreRules, WriteCoordinator
+from models.flink.write_buffer import BufferOptions
 from models.flink.write_task import FileLayout, WriteTask
 from models.format.records import RecordSource
 from models.txn.write_config import NON_BLOCKING_CONCURRENCY_CONTROL, job_concurrency_mode
@@ -112,10 +113,19 @@ class JobRoles:
         self, attempt: Attempt, task_id: int, *, to_coordinator: Gateway, to_checkpoints: Gateway
     ) -> WriteFunction:
         clients = self.context.clients
+        spec = self.spec
         task = WriteTask(
             task_id,
-            self.spec.buffer_records,
-            operation=self.spec.operation,
+            spec.buffer_records,
+            operation=spec.operation,
+            buffer_options=BufferOptions(
+                write_batch_size_mb=spec.write_batch_size_mb,
+                write_task_max_size_mb=spec.write_task_max_size_mb,
+                write_merge_max_memory_mb=spec.write_merge_max_memory_mb,
+                write_memory_segment_page_size_bytes=spec.write_memory_segment_page_size_bytes,
+            ),
+            buckets_per_partition=self.layout.buckets_per_partition,
+            record_payload_bytes=spec.record_payload_bytes,
             merge_mode=clients.table.config.merge_mode or "EVENT_TIME_ORDERING",
             persist_write_meta=self.context.protocol.persist_write_meta,
             restored_checkpoint_id=self.context.protocol.restored_checkpoint_id,

@@ -1,8 +1,9 @@
 """A Flink write task (Hudi's ``StreamWriteFunction``) as a pure state machine, plus its file I/O.
 
-The task buffers records (Arrow batches, never per-record objects), flushes when a checkpoint
-starts or when the buffer is full (eager flush), and before each flush asks the coordinator for
-an instant, sending the **last checkpoint id it has snapshotted** (-1 before the first; the
+The task buffers records per bucket (Arrow batches, never per-record objects;
+:mod:`models.flink.write_buffer`), flushes a bucket that outgrows ``write.batch.size`` or the
+largest one when its memory pool runs out (an eager flush, one bucket) and every bucket when a
+checkpoint starts, and before each flush asks the coordinator for an instant, sending the **last checkpoint id it has snapshotted** (-1 before the first; the
 restored id after a restore). docs/protocol.md section 6: data flushed while snapshotting checkpoint
 ``n`` carries ``n - 1`` and is committed by the notification for ``n``; an eager flush between
 ``n`` and ``n + 1`` carries ``n`` as well.
@@ -43,6 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from models.flink.bucket_index import BucketIndex
+from models.flink.write_buffer import BufferOptions, WriteBuffer, binary_row_sizes_bytes
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.format.arrow_strings import decimal_suffixes
 from models.format.commit_metadata import WriteStat
@@ -69,7 +71,9 @@ class WriteTask:
     """One write task's buffer and protocol state (no I/O, no time)."""
 
     task_id: int
-    buffer_records: int
+    buffer_records: int = 0
+    """Not Hudi's: a cap on the buffered records (0: none), for older scenario files; reaching
+    it flushes the largest bucket as an exhausted memory pool does."""
     operation: str = "upsert"
     merge_mode: str = "EVENT_TIME_ORDERING"
     persist_write_meta: bool = True
@@ -80,32 +84,69 @@ class WriteTask:
     """De-duplicate an upsert flush by key (Hudi's ``write.precombine``, which Hudi's SQL sink
     turns on for COPY_ON_WRITE upserts, ``HoodieTableFactory#setupWriteOptions``; the model's
     jobs keep it on for every upsert: a MERGE_ON_READ reader merges duplicates either way)."""
+    buffer_options: BufferOptions = field(default_factory=BufferOptions)
+    """``write.batch.size``, ``write.task.max.size`` and the pool's page size."""
+    buckets_per_partition: int = 1
+    """The bucket index's buckets per partition: an upsert's bucket is its file group."""
+    record_payload_bytes: int = 0
+    """Bytes each record carries besides the modelled columns (its buffer size only)."""
     last_checkpoint_id: int = -1
-    _buffer: list[pa.Table] = field(default_factory=list)
-    _buffered_rows: int = 0
+    _buffer: WriteBuffer = field(init=False)
     _interval_events: list[WriteMetadataEvent] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._buffer = self._new_buffer()
+
+    def _new_buffer(self) -> WriteBuffer:
+        return WriteBuffer(replace(self.buffer_options, max_records=self.buffer_records))
 
     @property
     def buffered_rows(self) -> int:
-        return self._buffered_rows
+        return self._buffer.records
 
-    def add(self, batch: pa.Table) -> bool:
-        """Buffer ``batch``; True when the buffer is full and the task should flush eagerly."""
-        if batch.num_rows:
-            self._buffer.append(batch)
-            self._buffered_rows += batch.num_rows
-        return self._buffered_rows >= self.buffer_records
+    def bucket_records(self) -> dict[tuple[int, int], int]:
+        """Buffered records per bucket, (partition index, bucket) (Hudi's ``getDataBuffer``)."""
+        return {
+            divmod(key, self.buckets_per_partition): records
+            for key, records in self._buffer.bucket_records().items()
+        }
+
+    def add(self, batch: pa.Table) -> list[pa.Table]:
+        """Buffer ``batch``; return the records of each bucket it made the task flush eagerly
+        (Hudi's ``bufferRecord``), pre-combined, in flush order."""
+        if batch.num_rows == 0:
+            return []
+        flushed = self._buffer.add(
+            batch,
+            self._bucket_keys(batch),
+            binary_row_sizes_bytes(batch, self.record_payload_bytes),
+        )
+        return [self._combined(rows) for rows in flushed]
 
     def take_buffer(self) -> pa.Table | None:
-        """Empty the buffer and return its records, pre-combined (one version per key for upsert:
-        the greatest ordering value, or the last one under commit-time ordering)."""
-        if not self._buffer:
+        """Empty the buffer and return its records (``flushRemaining``: every bucket, in
+        creation order), pre-combined per bucket."""
+        buckets = self._buffer.take_all()
+        if not buckets:
             return None
-        rows = pa.concat_tables(self._buffer).combine_chunks()
-        self._buffer, self._buffered_rows = [], 0
+        return pa.concat_tables([self._combined(rows) for rows in buckets]).combine_chunks()
+
+    def _combined(self, rows: pa.Table) -> pa.Table:
+        """One version per key for upsert (``write.precombine``): the greatest ordering value,
+        or the last one under commit-time ordering."""
+        rows = rows.combine_chunks()
         if self.operation == "upsert" and self.pre_combine:
             rows = precombine(rows, self.merge_mode)
         return rows
+
+    def _bucket_keys(self, batch: pa.Table) -> np.ndarray:
+        """A bucket per file group: ``partition * buckets + bucket`` for upsert (the bucket
+        index), the partition for insert (append mode writes a file group per partition)."""
+        parts = _partition_indexes(batch).astype(np.int64)
+        if self.operation != "upsert":
+            return parts * self.buckets_per_partition
+        keys = bucket_ids(batch.column(RECORD_KEY_FIELD), self.buckets_per_partition)
+        return parts * self.buckets_per_partition + keys
 
     def event_sent(self, event: WriteMetadataEvent) -> None:
         """Remember an event for the state of the next checkpoint."""
@@ -139,7 +180,7 @@ class WriteTask:
         return the bootstrap event to send (None: nothing); the buffer is empty, the source
         replays from the checkpoint's offset. ``pending(instant)`` tells an instant not completed
         on the timeline."""
-        self._buffer, self._buffered_rows, self._interval_events = [], 0, []
+        self._buffer, self._interval_events = self._new_buffer(), []
         self.last_checkpoint_id = -1
         same_job = state is not None and state.job_id == self.job_id
         if state is not None and (

@@ -33,6 +33,7 @@ import pyarrow as pa
 import simpy
 
 from models.flink.bucket_index import DuplicateFileIdError
+from models.flink.write_buffer import BufferTooSmallError
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.flink.write_task import FileLayout, TaskState, WriteTask, write_records
 from models.timeline.instant import Instant, State
@@ -57,10 +58,11 @@ BACKLOG_LIMIT = 2  # queued flushes and barriers at which the task pushes back o
 
 
 @dataclass(frozen=True)
-class IndexFailure:
-    """The bucket index failed to load (Hudi throws in ``processElement``): the task fails."""
+class TaskFailure:
+    """``processElement`` threw (the bucket index failed to load, or a record does not fit the
+    buffer): the task fails."""
 
-    error: DuplicateFileIdError
+    error: DuplicateFileIdError | BufferTooSmallError
 
 
 BaseInstants = Callable[[], dict[tuple[str, str], str]]
@@ -117,16 +119,19 @@ class WriteFunction:
     # --- what the other roles call ----------------------------------------------------------
 
     def receive(self, rows: pa.Table) -> None:
-        """Records from the source: buffered; a full buffer is queued as an eager flush (Hudi's
-        ``StreamWriteFunction#bufferRecord`` flushes a full bucket at once, on every table type:
-        COPY_ON_WRITE mini-batches merge as :mod:`models.write.mini_batch` says)."""
-        if self.bucket_index is not None:
-            try:
+        """Records from the source: buffered per bucket; each bucket they make the task flush is
+        queued as an eager flush (Hudi's ``StreamWriteFunction#bufferRecord`` flushes at once,
+        on every table type: COPY_ON_WRITE mini-batches merge as :mod:`models.write.mini_batch`
+        says)."""
+        try:
+            if self.bucket_index is not None:
                 self.bucket_index.on_records(rows)
-            except DuplicateFileIdError as error:  # fails the task, from its own process
-                self.mailbox.put(IndexFailure(error))
-        if self.task.add(rows):
-            self.mailbox.put(EagerFlush(self.task.take_buffer()))
+            flushed = self.task.add(rows)
+        except (DuplicateFileIdError, BufferTooSmallError) as error:
+            self.mailbox.put(TaskFailure(error))  # fails the task, from its own process
+            return
+        for bucket_rows in flushed:
+            self.mailbox.put(EagerFlush(bucket_rows))
 
     @property
     def backpressured(self) -> bool:
@@ -155,7 +160,7 @@ class WriteFunction:
         self.to_coordinator.send(BootstrapMessage(epoch, self.task_id, bootstrap))
         while True:
             message = yield self.mailbox.get()
-            if isinstance(message, IndexFailure):
+            if isinstance(message, TaskFailure):
                 raise message.error
             if isinstance(message, EagerFlush):
                 yield from self._flush(message.rows, last_batch=False)

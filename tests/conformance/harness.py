@@ -30,13 +30,10 @@ way the simulator (``sim/flink/``) does for a real run:
   Hudi until a commit unblocks it or ``write.commit.ack.timeout`` expires; the harness has no
   second thread, so it runs the test's ``on_blocked`` step (the other thread of Hudi's test) once
   and asks again, and otherwise fails the flush with Hudi's timeout message.
-- **Eager flushes**: ``write.batch.size`` is a record count per bucket here
-  (``Conf.batch_size_records``; Hudi's byte sizes in these tests are chosen so that "3 records
-  from 5" trigger a mini-batch). When a bucket (partition and bucket, the model's file group) holds
-  that many records, the harness flushes at once, for every table type and operation, as Hudi's
-  ``StreamWriteFunction.flushBucket`` does; the model's :meth:`WriteTask.take_buffer` then flushes
-  every bucket, Hudi only the full one (no ported test buffers two buckets at that moment).
-  the simulator flushes eagerly only on MERGE_ON_READ or insert jobs.
+- **Eager flushes** are the model's (:mod:`models.flink.write_buffer`): records are buffered per
+  bucket and sized in bytes as Flink's ``BinaryRowData`` (Hudi's test rows are 48 bytes each), so
+  Hudi's own ``write.batch.size``, ``write.task.max.size`` and ``write.memory.segment.page.size``
+  values trigger the same mini-batches ("3 records from 5").
 - **Operator state** (``MockStateInitializationContext``): ``checkpoint(n)`` stores the task's
   :class:`~models.flink.write_task.TaskState` as the list state and the coordinator's
   :class:`~models.flink.event_buffers.CoordinatorState` as checkpoint ``n``; as in Hudi's mock, a
@@ -92,11 +89,11 @@ import pyarrow.parquet as pq
 
 from models.flink.coordinator import CommitResult, WriteCoordinator
 from models.flink.event_buffers import CoordinatorState, EventBuffer
+from models.flink.write_buffer import BufferOptions
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.flink.write_task import FileLayout, TaskState, WriteTask, write_records
 from models.format.commit_metadata import WriteStat
 from models.format.properties import COPY_ON_WRITE, MERGE_ON_READ
-from models.format.records import bucket_ids
 from models.ports import FakeClock, FakeWorld, LocalLock, Steps, run
 from models.storage import InMemoryStorage, join
 from models.timeline.instant import Instant, State
@@ -287,7 +284,9 @@ class Conf:
     table_type: str = COPY_ON_WRITE
     operation: str = "upsert"
     allow_empty_commit: bool = True  # hoodie.allow.empty.commit (1.1 default true)
-    batch_size_records: int | None = None  # write.batch.size, in records
+    write_batch_size_mb: float = 256.0  # write.batch.size
+    write_task_max_size_mb: float = 1024.0  # write.task.max.size
+    write_memory_segment_page_size: int = 32768  # write.memory.segment.page.size
     pre_combine: bool = False  # write.precombine: the write task de-duplicates each flush
     commit_ack_timeout_ms: int = 300_000  # write.commit.ack.timeout
     concurrency_mode: str | None = None  # hoodie.write.concurrency.mode: OCC / NBCC / None
@@ -569,9 +568,15 @@ class WritePipeline:
         self._setup_write_function()
 
     def _setup_write_function(self, attempt: int = 0) -> WriteTask:
-        # the harness decides mini-batches per bucket (invoke); the task's own limit never fires
         self.task = WriteTask(
-            self.TASK, 10**9, operation=self.conf.operation, pre_combine=self.conf.pre_combine
+            self.TASK,
+            operation=self.conf.operation,
+            pre_combine=self.conf.pre_combine,
+            buffer_options=BufferOptions(
+                write_batch_size_mb=self.conf.write_batch_size_mb,
+                write_task_max_size_mb=self.conf.write_task_max_size_mb,
+                write_memory_segment_page_size_bytes=self.conf.write_memory_segment_page_size,
+            ),
         )
         self.task_writer = TableWriter(
             self.base.table,
@@ -604,15 +609,13 @@ class WritePipeline:
     # --- the write function ----------------------------------------------------------------------
 
     def invoke(self, row: Row) -> None:
-        """``invoke(record)``: buffer it; a bucket holding ``write.batch.size`` records is
-        flushed at once (a mini-batch)."""
+        """``invoke(record)``: buffer it; a bucket it makes the task flush is written at once
+        (a mini-batch)."""
         batch = rows_table([row])
         if self.bucket_index is not None:  # defineRecordLocation -> bootstrapIndexIfNeed
             self.bucket_index.on_records(batch)
-        self.task.add(batch)
-        limit = self.conf.batch_size_records
-        if limit is not None and max(self.data_buffer().values(), default=0) >= limit:
-            self._flush(self.task.take_buffer(), last_batch=False)
+        for rows in self.task.add(batch):
+            self._flush(rows, last_batch=False)
 
     def _instant_to_write(self, checkpoint_id: int) -> str:
         """``instantToWrite``: ask until the coordinator hands out an instant. A request the
@@ -670,14 +673,9 @@ class WritePipeline:
         task.event_sent(event)
         self.gateway.append(event)
 
-    def data_buffer(self) -> dict[tuple[str, int], int]:
-        """``getDataBuffer()``: buffered records per bucket (partition, bucket)."""
-        out: dict[tuple[str, int], int] = {}
-        for batch in self.task._buffer:
-            buckets = bucket_ids(batch.column("key"), 1)
-            for part, bucket in zip(batch.column("part").to_pylist(), buckets, strict=True):
-                out[(part, int(bucket))] = out.get((part, int(bucket)), 0) + 1
-        return out
+    def data_buffer(self) -> dict[tuple[int, int], int]:
+        """``getDataBuffer()``: buffered records per bucket (partition index, bucket)."""
+        return self.task.bucket_records()
 
     # --- StreamWriteFunctionWrapper's steps ----------------------------------------------------
 

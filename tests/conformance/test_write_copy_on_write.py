@@ -32,8 +32,11 @@ from tests.conformance.harness import (
     TestHarness,
 )
 
-BATCH_SIZE_RECORDS = 3
-"""``BATCH_SIZE_MB = 0.00013``: "to trigger buffer flush with batch size exceeded by 3 rows"."""
+BATCH_SIZE_MB = 0.00013
+"""For RowData write function: to trigger buffer flush with batch size exceeded by 3 rows, each
+record is 48 bytes."""
+BUFFER_SIZE_MB = 0.0003
+"""For RowData write function: to trigger buffer flush with memory pool exhausted."""
 
 
 class TestWriteCopyOnWrite:
@@ -195,7 +198,7 @@ class TestWriteCopyOnWrite:
         """``TestWriteCopyOnWrite#testNonBlockedInstantRequestAfterFailover``, Hudi 1.1 at 4f80914b
         (note 11.6): mini-batches, pre-combine."""
         self.conf = self.conf.clone(
-            batch_size_records=BATCH_SIZE_RECORDS, pre_combine=True, commit_ack_timeout_ms=10_000
+            write_batch_size_mb=BATCH_SIZE_MB, pre_combine=True, commit_ack_timeout_ms=10_000
         )
         expected = {"par1": "[id1,par1,id1,Danny,23,1,par1]"}
         (
@@ -229,7 +232,7 @@ class TestWriteCopyOnWrite:
         instant request blocks, or at ``t1.join()`` if none does; as in Java, what it throws does
         not fail the test."""
         self.conf = self.conf.clone(
-            batch_size_records=BATCH_SIZE_RECORDS, pre_combine=True, commit_ack_timeout_ms=10_000
+            write_batch_size_mb=BATCH_SIZE_MB, pre_combine=True, commit_ack_timeout_ms=10_000
         )
         expected = {"par1": "[id1,par1,id1,Danny,23,1,par1]"}
         harness = (
@@ -338,7 +341,7 @@ class TestWriteCopyOnWrite:
         Hudi 1.1 at 4f80914b (note 11.12). The merge handle class has no counterpart: both
         parameters run the same model path."""
         del use_file_group_reader_based_merge_handle
-        self.conf = self.conf.clone(batch_size_records=BATCH_SIZE_RECORDS)
+        self.conf = self.conf.clone(write_batch_size_mb=BATCH_SIZE_MB)
         expected = self.get_mini_batch_expected()
         (
             self.prepare_pipeline(self.conf)
@@ -361,7 +364,7 @@ class TestWriteCopyOnWrite:
     def test_insert_with_deduplication(self) -> None:
         """``TestWriteCopyOnWrite#testInsertWithDeduplication``, Hudi 1.1 at 4f80914b (note
         11.13)."""
-        self.conf = self.conf.clone(batch_size_records=BATCH_SIZE_RECORDS, pre_combine=True)
+        self.conf = self.conf.clone(write_batch_size_mb=BATCH_SIZE_MB, pre_combine=True)
         expected = {"par1": "[id1,par1,id1,Danny,23,4,par1]"}
         (
             self.prepare_pipeline(self.conf)
@@ -402,9 +405,12 @@ class TestWriteCopyOnWrite:
 
     def test_insert_with_small_buffer_size(self) -> None:
         """``TestWriteCopyOnWrite#testInsertWithSmallBufferSize``, Hudi 1.1 at 4f80914b (note
-        11.16). The memory pool that flushes the largest bucket is the harness's per-bucket record
-        limit (3 records from 5 trigger a mini-batch, as in Hudi's comment)."""
-        self.conf = self.conf.clone(batch_size_records=BATCH_SIZE_RECORDS)
+        11.16). "In rowdata write mode, BinaryInMemorySortBuffer need at least 2 memory segments
+        for auxiliary information, the page size is tuned to 64 to make sure 3 records from 5
+        will trigger a mini-batch write"; the memory pool flushes the max size bucket."""
+        self.conf = self.conf.clone(
+            write_memory_segment_page_size=64, write_task_max_size_mb=200 + BUFFER_SIZE_MB
+        )
         expected = self.get_mini_batch_expected()
         (
             self.prepare_pipeline(self.conf)

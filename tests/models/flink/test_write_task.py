@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from models.flink.write_buffer import BufferOptions, binary_row_sizes_bytes
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.flink.write_task import (
     FileLayout,
@@ -51,19 +52,42 @@ def stat(name: str) -> WriteStat:
 # --- buffer --------------------------------------------------------------------------------------
 
 
-def test_buffer_full_signal():
-    task = WriteTask(0, buffer_records=10)
-    assert task.add(upserts(0, 4)) is False
-    assert task.add(upserts(4, 0)) is False  # an empty batch changes nothing
+def test_a_full_bucket_is_flushed_alone_pre_combined():
+    """Buckets are file groups; the cap of older scenarios flushes the largest one, and what
+    leaves is pre-combined; the barrier takes the rest."""
+    task = WriteTask(0, buffer_records=10, buckets_per_partition=2)
+    assert task.add(upserts(0, 4)) == []
+    assert task.add(upserts(4, 0)) == []  # an empty batch changes nothing
     assert task.buffered_rows == 4
-    assert task.add(upserts(4, 5)) is False
-    assert task.add(upserts(9, 1)) is True  # exactly full
-    assert task.add(upserts(10, 3)) is True
-    assert task.buffered_rows == 13
+    flushed = task.add(upserts(4, 9))
+    assert len(flushed) >= 1 and all(t.schema == SCHEMA for t in flushed)
+    for rows in flushed:
+        groups = {
+            (p, b)
+            for p, b in zip(
+                rows.column("part").to_pylist(),
+                bucket_ids(rows.column("key"), 2).tolist(),
+                strict=True,
+            )
+        }
+        assert len(groups) == 1  # one file group per eager flush
+        assert rows.equals(precombine(rows, EVENT_TIME_ORDERING))
+    assert task.buffered_rows + sum(t.num_rows for t in flushed) >= 13 - 9  # precombined
+    assert sum(task.bucket_records().values()) == task.buffered_rows <= 10
     out = task.take_buffer()
     assert task.buffered_rows == 0 and task.take_buffer() is None
-    assert task.add(upserts(0, 9)) is False  # the count restarted
     assert out is not None and out.schema == SCHEMA
+
+
+def test_write_batch_size_flushes_a_bucket_by_bytes():
+    rows = upserts(0, 100, partitions=1)
+    row_bytes = set(binary_row_sizes_bytes(rows).tolist())
+    assert len(row_bytes) == 1  # equal keys' lengths: one size
+    options = BufferOptions(write_batch_size_mb=20 * row_bytes.pop() / (1024 * 1024))
+    task = WriteTask(0, buffer_options=options, buckets_per_partition=1, pre_combine=False)
+    flushed = task.add(rows)
+    assert [t.num_rows for t in flushed] == [21] * 4  # each flush past 20 rows' bytes
+    assert task.buffered_rows == 16
 
 
 def test_take_buffer_precombines_upserts_only():
@@ -74,12 +98,14 @@ def test_take_buffer_precombines_upserts_only():
     out = up.take_buffer()
     assert out is not None
     assert sorted(out.column("key").to_pylist()) == sorted(set(rows.column("key").to_pylist()))
-    assert out.equals(precombine(rows, EVENT_TIME_ORDERING))
+    by_key = [("key", "ascending")]
+    assert out.sort_by(by_key).equals(precombine(rows, EVENT_TIME_ORDERING).sort_by(by_key))
 
     ins = WriteTask(0, buffer_records=1000, operation="insert")
     dup = pa.concat_tables([rows, rows])  # inserts are never deduplicated
     ins.add(dup)
-    assert ins.take_buffer().equals(dup)
+    by_offset = [("offset", "ascending")]
+    assert ins.take_buffer().sort_by(by_offset).equals(dup.sort_by(by_offset))
 
 
 # --- precombine ----------------------------------------------------------------------------------
