@@ -29,6 +29,7 @@ from reports.figures import Figure
 from reports.page import guarded_plot, img, seed_of
 from reports.run_plots import plot_run
 from reports.suite_data import safe_name
+from reports.truetime_ceiling import ceiling_point, plot_truetime_ceiling
 
 MAX_PLOTTED_RUNS = 3
 """Runs of one scenario (or grid) whose per-run plots are drawn: the first seed and the first
@@ -79,24 +80,27 @@ def headline_plots(suite_dir: Path, runs: list[dict[str, Any]], plots: Path) -> 
             )
             if figure:
                 figures.append(figure)
-    grid = [r for r in runs if r.get("grid") == "truetime" and not r.get("error")]
-    if grid:
-        points = [
-            p
-            for r in grid
-            if (
-                p := guarded_plot(
-                    lambda r=r: truetime_point(suite_dir / r["run_dir"]), errors, "truetime"
-                )
-            )
-        ]
-        if points:
-            figure = guarded_plot(
-                lambda: plot_truetime(points, plots / "headline"), errors, "truetime"
-            )
-            if figure:
-                figures.append(figure)
+    for grid_name, point, plot in (
+        ("truetime", truetime_point, plot_truetime),
+        ("truetime_ceiling", ceiling_point, plot_truetime_ceiling),
+    ):
+        figure = _grid_plot(suite_dir, runs, plots, errors, grid_name, point, plot)
+        if figure:
+            figures.append(figure)
     return Plotted(figures, errors)
+
+
+def _grid_plot(suite_dir, runs, plots, errors, grid_name, point, plot) -> Figure | None:
+    """The headline plot of a grid's runs, each reduced to its ``point`` (None: no run)."""
+    grid = [r for r in runs if r.get("grid") == grid_name and not r.get("error")]
+    points = [
+        p
+        for r in grid
+        if (p := guarded_plot(lambda r=r: point(suite_dir / r["run_dir"]), errors, grid_name))
+    ]
+    if not points:
+        return None
+    return guarded_plot(lambda: plot(points, plots / "headline"), errors, grid_name)
 
 
 def plotted_runs(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -32,6 +32,7 @@ SHORT_RUNS = {  # fixture name -> (catalog scenario, duration_s, storage, [time]
         {"max_expected_skew_ms": 100, "clock_skew_ms": 20},
     ),
     "tt_unsafe": ("truetime_bound_too_small", 6, "memory", {}),
+    "ceiling": ("truetime_instant_ceiling", 8, "memory", {}),
 }
 
 
