@@ -304,5 +304,8 @@ class _ClientHeartbeat:
     def abort_if_expired(self, instant_time: str) -> None:
         self.services.abort_if_heartbeat_expired(instant_time)
 
+    def stop(self, instant_time: str) -> None:
+        self.services.heartbeat_stopped(instant_time)
+
 
 __all__ = ["HeartbeatExpiredError", "TableServices"]

@@ -1,7 +1,7 @@
 """Committing one instant's event buffer, as Hudi's coordinator does (``commitInstant``,
 ``doCommit``): the write client's commit of the buffer's write statuses, retried on storage
-errors, with the OCC check under the table lock; an instant with nothing to commit is dropped and
-rolled back (see :mod:`models.flink.coordinator`).
+errors, with the OCC check under the table lock; an instant with nothing to commit is dropped,
+its heartbeat stopped, and left to failed-writes cleaning (see :mod:`models.flink.coordinator`).
 
 Every commit *finalizes the write* as Hudi's write client does (``HoodieTable.finalizeWrite`` ->
 ``reconcileAgainstMarkers``, done by :meth:`TableWriter.commit`): a data file the instant's
@@ -23,7 +23,6 @@ from models.ports import Steps
 from models.table_errors import HoodieException
 from models.timeline.instant import Instant, State
 from models.txn.concurrency import ConcurrentWriteConflict
-from models.write.rollback import rollback
 from models.write.writer import TableWriter
 
 COMMIT_RETRIES = 3
@@ -70,13 +69,13 @@ class InstantCommitter:
         operation_type: str,
         allow_empty_commit: bool,
         precommit: Callable[[Instant, tuple[WriteStat, ...]], None] | None,
-        on_rollback: Callable[[str, Instant], None] | None,
+        on_drop: Callable[[str], None] | None,
     ) -> None:
         self.writer = writer
         self.operation_type = operation_type
         self.allow_empty_commit = allow_empty_commit
         self.precommit = precommit
-        self.on_rollback = on_rollback
+        self.on_drop = on_drop
 
     def commit(self, buffer: EventBuffer, *, recommit: bool = False) -> Steps[CommitResult | None]:
         """Commit ``buffer`` (None: already completed, or dropped with nothing to commit)."""
@@ -84,7 +83,7 @@ class InstantCommitter:
         if self.is_completed(buffer.instant):
             return None
         if self.nothing_to_commit(buffer):
-            yield from self._abandon(buffer.instant)
+            self._drop(buffer.instant)
             return None
         if recommit and self.writer.heartbeat is not None:
             self.writer.heartbeat.start(buffer.instant)  # recommitInstant, LAZY (HUDI-6501)
@@ -124,18 +123,16 @@ class InstantCommitter:
         """No event at all, or only empty write statuses while empty commits are not allowed."""
         return buffer.is_empty or (not buffer.write_stats and not self.allow_empty_commit)
 
-    def _abandon(self, instant_time: str) -> Steps[None]:
-        """Roll back an instant dropped with nothing to commit: what Hudi's failed-writes
-        cleaning does to it later, done at once (:mod:`models.flink.coordinator`)."""
-        known = self.writer.timeline.load().get(instant_time) is not None
-        if not known or self.is_completed(instant_time):
-            return  # already cleaned (or committed) by someone else
-        failed = Instant(instant_time, State.INFLIGHT, self.writer.default_action)
-        done = yield from rollback(
-            self.writer.table, self.writer, failed, self.writer.time_generator
-        )
-        if self.on_rollback is not None:
-            self.on_rollback(instant_time, done)
+    def _drop(self, instant_time: str) -> None:
+        """Drop an instant with nothing to commit (Hudi 1.1's ``commitInstant``: the caller
+        resets its buffer; the instant's heartbeat is stopped, ``getHeartbeatClient().stop``,
+        ``cleanResources`` on master). The instant stays pending on the timeline: the failed-writes
+        cleaning rolls it back later (EAGER: the next ``startCommit``; LAZY: the next clean,
+        which finds its heartbeat gone)."""
+        if self.writer.heartbeat is not None:
+            self.writer.heartbeat.stop(instant_time)
+        if self.on_drop is not None:
+            self.on_drop(instant_time)
 
     def is_completed(self, instant_time: str) -> bool:
         """Whether the timeline holds ``instant_time`` completed (Hudi reads the timeline too,

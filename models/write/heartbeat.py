@@ -51,6 +51,11 @@ class HeartbeatClient(Protocol):
         commit takes the table lock)."""
         ...
 
+    def stop(self, instant_time: str) -> None:
+        """Stop ``instant_time``'s heartbeat and delete its file (``HoodieHeartbeatClient#stop``):
+        the instant looks failed to the next LAZY clean at once."""
+        ...
+
 
 HEARTBEAT_FOLDER = ".hoodie/.heartbeat"
 DEFAULT_HEARTBEAT_INTERVAL_MS = 60_000

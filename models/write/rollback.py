@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from models.format.rollback_metadata import (
     InstantInfo,
@@ -63,6 +63,7 @@ from models.table_errors import HoodieException
 from models.timeline.active import ActiveTimeline
 from models.timeline.instant import COMPLETED_ACTION, Instant, State
 from models.view.filenames import FileNameError, parse_base_file_name, parse_log_file_name
+from models.write.heartbeat import instants_to_roll_back
 from models.write.heartbeat import stop as stop_heartbeat
 
 if TYPE_CHECKING:
@@ -243,3 +244,30 @@ def rollback(
     delete_markers(table.storage, pending.requested_time)
     stop_heartbeat(table.storage, pending.requested_time)
     return done
+
+
+class RollbackListener(Protocol):
+    """Told about each rollback :func:`rollback_failed_writes` runs (for a history)."""
+
+    def rolling_back(self, instant_time: str) -> None: ...
+
+    def rolled_back(self, instant_time: str, rollback: Instant) -> None: ...
+
+
+def rollback_failed_writes(
+    writer: TableWriter, listener: RollbackListener | None = None
+) -> Steps[list[Instant]]:
+    """EAGER failed-writes cleaning as a write client's ``startCommit`` runs it (Hudi's
+    ``CleanerUtils.rollbackFailedWrites`` -> ``BaseHoodieTableServiceClient#rollbackFailedWrites``):
+    every pending write instant on the timeline (commits, delta commits, replace commits; not
+    compactions or clustering), newest first, whoever started it; no heartbeat is read. Returns
+    the instants rolled back."""
+    table = writer.table
+    failed = instants_to_roll_back(table.timeline(), table.storage, "EAGER", 0)
+    for instant in failed:
+        if listener is not None:
+            listener.rolling_back(instant.requested_time)
+        done = yield from rollback(table, writer, instant, writer.time_generator)
+        if listener is not None:
+            listener.rolled_back(instant.requested_time, done)
+    return failed

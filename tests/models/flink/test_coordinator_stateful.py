@@ -220,6 +220,7 @@ class FlinkJob:
         self.job_errors: list[str] = []
         self.epoch_instants: list[str] = []  # instants opened by the current attempt
         self.written_instants: set[str] = set()  # instants some data file was written for
+        self.dropped: set[str] = set()  # dropped with nothing to commit: left to cleaning
         self.delivered_instants: set[str] = set()  # instants a data event reached the JM for
         self.writing: set[int] = set()  # tasks handed an instant whose next event is in flight
         # Flink's checkpoint coordinator
@@ -262,6 +263,7 @@ class FlinkJob:
             mode=self.mode,
             operation_type="UPSERT" if self.operation == "upsert" else "INSERT",
             restore_rules=RestoreRules(**rules),  # type: ignore[arg-type]
+            on_drop=self.dropped.add,
             **variants,  # type: ignore[arg-type]
         )
         self._restart_tasks()
@@ -487,7 +489,13 @@ class FlinkJob:
 
     def trigger_checkpoint(self) -> int:
         """Flink's checkpoint coordinator: the operator coordinator snapshots first, then the
-        barriers go out carrying the records buffered up to now."""
+        barriers go out carrying the records buffered up to now. Flink triggers a checkpoint
+        only once every task is running, and a task sends its bootstrap event while it
+        initializes, ahead of its running report on the same channel: every bootstrap reaches
+        the coordinator before the snapshot."""
+        for task_id, box in enumerate(self.outboxes):
+            while any(isinstance(m, BootstrapEvent | Up) for m in box):
+                self.deliver(task_id)
         n = self.next_checkpoint_id
         self.next_checkpoint_id += 1
         state = self.coordinator.snapshot_state(n)
@@ -660,10 +668,11 @@ class FlinkJob:
         return sorted(i.requested_time for i in timeline.pending() if i.action == "deltacommit")
 
     def check_no_abandoned_instant(self) -> None:
-        """Every instant this attempt opened is completed, rolled back, or still buffered by the
-        coordinator: one it dropped and left inflight would never be committed or cleaned by
-        this job, and a pending instant blocks archiving."""
-        buffered = set(self.coordinator.pending_instants)
+        """Every instant this attempt opened is completed, rolled back, still buffered by the
+        coordinator, or dropped with nothing to commit (failed-writes cleaning rolls those
+        back): one left inflight otherwise would never be committed or cleaned, and a pending
+        instant blocks archiving."""
+        buffered = set(self.coordinator.pending_instants) | self.dropped
         opened = set(self.epoch_instants)
         abandoned = [t for t in self.open_instants() if t in opened and t not in buffered]
         if abandoned:
@@ -674,9 +683,14 @@ class FlinkJob:
 
     def check_nothing_left_inflight(self) -> None:
         """After :meth:`drain`: the only pending instants are the coordinator's open ones, with
-        nothing written for them (the next checkpoint's instant, opened early)."""
+        nothing written for them (the next checkpoint's instant, opened early), and those it
+        dropped with nothing to commit, which failed-writes cleaning rolls back."""
         buffered = set(self.coordinator.pending_instants)
-        left = [t for t in self.open_instants() if t not in buffered or t in self.written_instants]
+        left = [
+            t
+            for t in self.open_instants()
+            if t not in self.dropped and (t not in buffered or t in self.written_instants)
+        ]
         if left:
             raise ProtocolViolation(f"{self.mode}: instants {left} left inflight after the drain")
 
@@ -1197,10 +1211,12 @@ def test_blocking_empty_barriers_share_one_instant_committed_empty() -> None:
 
 
 @pytest.mark.parametrize("mode", ["async", "blocking", "minibatch"])
-def test_an_instant_dropped_with_nothing_to_commit_is_rolled_back(mode: str) -> None:
+def test_an_instant_dropped_with_nothing_to_commit_is_left_to_failed_writes_cleaning(
+    mode: str,
+) -> None:
     """Empty commits not allowed: a checkpoint with no records leaves its instant with only
     empty last batches, which Hudi's ``commitInstant`` drops (``eventBuffers.reset``) and leaves
-    to failed-writes cleaning; the coordinator rolls it back. Async mode left it inflight too."""
+    pending for failed-writes cleaning, which then rolls it back."""
     job = FlinkJob(mode, "insert", allow_empty_commit=False)
     job.checkpoint_round(4)
     job.notify(0)
@@ -1208,7 +1224,9 @@ def test_an_instant_dropped_with_nothing_to_commit_is_rolled_back(mode: str) -> 
     (empty,) = job.coordinator.pending_instants
     job.checkpoint_round()
     job.notify(0)
-    assert empty not in job.open_instants()
+    assert empty in job.open_instants() and empty in job.dropped
+    assert empty not in job.coordinator.pending_instants
+    job.clean_failed_writes()
     assert job.writer.timeline.load().get(empty) is None  # rolled back, not completed
     job.check()
     job.drain()
