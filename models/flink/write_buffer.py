@@ -27,7 +27,8 @@ records of equal size (Hudi's ``testInsertWithSmallBufferSize``: 64-byte pages, 
 records, 3 fit).
 
 ``max_records`` is not Hudi's: a cap on the task's buffered records that older scenario files set
-(``buffer_records``); reaching it acts as an exhausted pool.
+(``buffer_records``); a record that brings the buffer to it (and fills no bucket) makes the task
+flush its largest bucket, the earlier model's eager flush.
 
 Everything is column-wise: the next flush point of a batch is found with numpy over the whole
 batch, and the batch is cut there, so a flush costs one pass over the rows left, never Python per
@@ -130,7 +131,7 @@ def _pages(records: np.ndarray, serialized: np.ndarray, page: int) -> np.ndarray
     return np.where(records > 0, index + data, 0)
 
 
-_FULL, _EXHAUSTED = "full", "exhausted"
+_FULL, _EXHAUSTED, _CAPPED = "full", "exhausted", "capped"
 
 
 class WriteBuffer:
@@ -159,10 +160,11 @@ class WriteBuffer:
             if event is None:
                 self._append(rows.slice(start), buckets[start:], sizes[start:])
                 break
-            if event == _FULL:  # the row at ``cut`` fills its bucket: it goes in, then out
+            if event in (_FULL, _CAPPED):  # the row at ``cut`` goes in, then a bucket out
                 end = start + cut + 1
                 self._append(rows.slice(start, cut + 1), buckets[start:end], sizes[start:end])
-                flushed.append(self._remove(int(buckets[start + cut])))
+                full = int(buckets[start + cut]) if event == _FULL else self._largest()
+                flushed.append(self._remove(full))
                 start, retried = end, False
                 continue
             if cut == 0 and (retried or not self._buckets):
@@ -232,16 +234,18 @@ class WriteBuffer:
         used_before = self._used_pages() + np.cumsum(grown) - grown
         needed = np.where(records_after == 1, np.maximum(grown, MIN_REQUIRED_PAGES), grown)
         exhausted = used_before + needed > self._pool_pages
-        if self.options.max_records:
-            exhausted |= self.records + np.arange(1, count + 1) > self.options.max_records
         full = size_after > self.options.batch_size_bytes
-        first_exhausted = int(np.argmax(exhausted)) if exhausted.any() else count
-        first_full = int(np.argmax(full)) if full.any() else count
-        if first_exhausted == count and first_full == count:
+        capped = np.zeros(count, bool)
+        if self.options.max_records:
+            capped = self.records + np.arange(1, count + 1) >= self.options.max_records
+        firsts = [int(np.argmax(flags)) if flags.any() else count for flags in (exhausted, full)]
+        first_capped = int(np.argmax(capped & ~full)) if (capped & ~full).any() else count
+        first = min(*firsts, first_capped)
+        if first == count:
             return count, None
-        if first_exhausted <= first_full:
-            return first_exhausted, _EXHAUSTED
-        return first_full, _FULL
+        if firsts[0] == first:  # before the row goes in
+            return first, _EXHAUSTED
+        return first, _FULL if firsts[1] == first else _CAPPED
 
     def _used_pages(self) -> int:
         page = self.options.write_memory_segment_page_size_bytes

@@ -309,7 +309,7 @@ def write_records(
     task_id: int,
     layout: FileLayout,
     log_versions: dict[tuple[str, str, str], int],
-    base_instants: dict[tuple[str, str], str] | None = None,
+    base_instants: dict[tuple[str, str], str | None] | None = None,
     handles: dict[str, str] | None = None,
     file_ids: BucketIndex | None = None,
 ) -> list[WriteStat]:

@@ -62,7 +62,7 @@ INSERT_JOB: dict[str, Any] = {
     "buffer_records": 200,
 }
 FAILED_CHECKPOINTS: dict[str, Any] = {"checkpoint_failure": 0.2, "ack_delay_ms": 3000}
-DUPLICATE_SEEDS = (4, 5, 7, 8)
+DUPLICATE_SEEDS = (4, 5, 7, 10)
 """Seeds on which mini-batch inserts commit a re-written batch twice (found by a sweep)."""
 
 

@@ -120,9 +120,10 @@ def test_a_record_larger_than_the_pool_fails_the_task():
 def test_the_record_cap_of_older_scenarios_flushes_the_largest_bucket():
     buffer = WriteBuffer(BufferOptions(max_records=4))
     out = buffer.add(numbered(6), np.array([1, 2, 2, 1, 2, 1]), np.full(6, 100))
-    assert flushed_numbers(out) == [[0, 3]]  # at the fifth record; 1 and 2 tie, 1 is older
-    assert buffer.bucket_records() == {2: 3, 1: 1}
-    assert flushed_numbers(buffer.take_all()) == [[1, 2, 4], [5]]  # bucket 1 was made again
+    # the fourth record brings 4: 1 and 2 tie, 1 is older; the sixth brings 4 again: 2 holds 3
+    assert flushed_numbers(out) == [[0, 3], [1, 2, 4]]
+    assert buffer.bucket_records() == {1: 1}  # bucket 1 was made again
+    assert flushed_numbers(buffer.take_all()) == [[5]]
     assert buffer.records == 0 and buffer.take_all() == []
 
 
@@ -144,8 +145,6 @@ def reference(options: BufferOptions, buckets: list[int], sizes: list[int]) -> l
     def fits(row: int) -> bool:
         key = buckets[row]
         used = sum(pages(rows) for rows in held.values())
-        if options.max_records and sum(map(len, held.values())) + 1 > options.max_records:
-            return False
         if key not in held and pool - used < 3:
             return False
         grown = pages([*held.get(key, []), row]) - pages(held.get(key, []))
@@ -168,6 +167,8 @@ def reference(options: BufferOptions, buckets: list[int], sizes: list[int]) -> l
         size[key] += sizes[row]
         if size[key] > options.batch_size_bytes:
             flush(key)
+        elif options.max_records and sum(map(len, held.values())) >= options.max_records:
+            flush(max(held, key=lambda k: size[k]))
     return out
 
 
