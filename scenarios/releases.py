@@ -216,6 +216,24 @@ PRESETS: dict[str, dict[str, Preset]] = {
             "(03d0a190; PR apache/hudi#19951)",
         ),
     },
+    "instant_request": {
+        "1.0": Preset(
+            "polled",
+            "no instant RPC before HUDI-9381 (apache/hudi#13285, 1.1): a 1.0 task polls the "
+            "checkpoint metadata for the next instant every second (instantToWrite, TimeWait)",
+        ),
+        "1.1": Preset(
+            "blocked",
+            "CommitGuard.blockFor on the single-thread instantRequestExecutor "
+            "(StreamWriteOperatorCoordinator#handleInstantRequest, HUDI-9534, apache/hudi#13464; "
+            "RPC timeouts reported in apache/hudi#19902)",
+        ),
+        "latest": Preset(
+            "polled",
+            "answered at once, the task polls, the guarded creation runs apart "
+            "(apache/hudi#19960: master 7430134280ae, release-1.1.2 b799fd41c1f)",
+        ),
+    },
     "partial_update_merge": {
         release: Preset(
             "column_group",

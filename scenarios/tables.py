@@ -125,6 +125,10 @@ class JobSpec(Spec):
     """Bytes each record carries besides the columns the model writes (a payload it does not
     materialise), counted in the write buffers' sizes only; a record's size is its Flink
     ``BinaryRowData`` size plus this."""
+    allow_empty_commit: bool = True
+    """Hudi's ``hoodie.allow.empty.commit`` (true from 1.0): a checkpoint without data commits
+    an empty instant; false: the coordinator drops it, stops its heartbeat, and failed-writes
+    cleaning rolls it back later (EAGER at the next instant, LAZY at the next clean)."""
     buffer_records: integer_in(0, MAX_RECORDS) = 0
     """Not Hudi's (older scenario files): a cap on the records a writer buffers; reaching it
     flushes the largest bucket, as a full buffer memory does. 0: no cap."""
@@ -212,6 +216,14 @@ class ProtocolSpec(Spec):
     ones too (adopted: Hudi master, EventBuffers#getPendingWriteFileIds) or only the committed
     view's (ignored: Hudi 1.1; a task restarted before its bucket's first commit mints a second
     file id for the bucket, apache/hudi#19907)."""
+    instant_request: Literal["polled", "blocked"] = "polled"
+    """Blocking instant generation: a request for an instant the commit guard holds back is
+    answered at once with "not yet" and the task asks again, the guarded creation running apart
+    (polled: apache/hudi#19960, Hudi 1.1.2 and master), or waits on the guard inside the
+    coordinator's one instant-request thread, every other request queued behind it (blocked:
+    Hudi 1.1.0; a task that must flush a mini-batch into the current instant before its barrier
+    cannot, and nothing commits until write.commit.ack.timeout fails the job; its RPC times out
+    first, apache/hudi#19902)."""
     partial_update_merge: Literal["column_group", "row"] = "column_group"
     """Multi-stream partial updates (jobs with ``columns``): merge each column group by its own
     ordering value (column_group, the real rule: PartialUpdateAvroPayload with HUDI-4882's
@@ -277,6 +289,9 @@ class SimSpec(Spec):
     """Time from a crash to the restart of the failed task or job."""
     network_delay_ms: integer_in(0, 60_000) = 2
     """One-way delay of an RPC between tasks and the coordinator."""
+    rpc_ask_timeout_ms: integer_in(1, MS_PER_HOUR) = 10000
+    """Flink's ``pekko.ask.timeout``: a write task's instant request not answered within this
+    fails the task ("Error requesting the instant time from the coordinator")."""
     storage_latency_ms: integer_in(0, 60_000) = 5
     """Latency of one storage operation (create, read, list)."""
     heartbeat_interval_ms: integer_in(1, MS_PER_HOUR) = 60000

@@ -90,6 +90,7 @@ class JobRoles:
             parallelism=self.parallelism,
             mode=self.mode,
             operation_type=self.operation_type,
+            allow_empty_commit=self.spec.allow_empty_commit,
             precommit=self.reporter.recording_aborts(self._occ_check()),
             commit_scope=protocol.commit_scope,
             restore_rules=RestoreRules(
@@ -97,9 +98,20 @@ class JobRoles:
                 reset_recommit=protocol.reset_recommit,
                 checkpoint_deferred_recommits=protocol.checkpoint_deferred_recommits,
             ),
-            on_rollback=self.reporter.rolled_back,
+            on_drop=self.reporter.dropped,
             concurrency_mode=job_concurrency_mode(self.spec.concurrency, self.context.job_count),
+            failed_writes_cleaning=self._start_commit_cleaning(),
+            on_rollback=self.reporter,
+            instant_request=protocol.instant_request,
         )
+
+    def _start_commit_cleaning(self) -> str:
+        """The policy the coordinator's ``startCommit`` applies: the job's when instants are
+        blocking (Hudi 1.1); otherwise none there: 1.1 forces LAZY for non-blocking generation,
+        and an EAGER job of the ``1.0`` preset, whose real coordinator starts an instant only
+        after the previous commit, cleans once after a restart instead
+        (:meth:`sim.table_services.TableServices.clean_after_bootstrap`)."""
+        return self.context.services.policy if self.mode == "blocking" else "LAZY"
 
     def _occ_check(self) -> PrecommitCheck | None:
         """The OCC check of a new write coordinator: the job's, which remembers the job's own
@@ -144,6 +156,8 @@ class JobRoles:
             to_coordinator=to_coordinator,
             to_checkpoints=to_checkpoints,
             bucket_index=self._bucket_index(attempt, task_id),
+            rpc_ask_timeout_ms=self.context.sim.rpc_ask_timeout_ms,
+            commit_ack_timeout_ms=round(spec.commit_ack_timeout_s * 1000),
         )
 
     def _bucket_index(self, attempt: Attempt, task_id: int) -> TaskBucketIndex | None:

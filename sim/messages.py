@@ -30,10 +30,12 @@ class InstantRequest:
 
 @dataclass(frozen=True)
 class InstantResponse:
-    """Coordinator -> task: the instant, or None (blocking mode: wait and ask again)."""
+    """Coordinator -> task: the instant to write into (None: not yet, ask again), and how long
+    the request waited for the blocking mode's commit guard."""
 
     epoch: int
     instant: str | None
+    guard_wait_ms: int = 0
 
 
 @dataclass(frozen=True)

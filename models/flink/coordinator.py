@@ -13,11 +13,13 @@ simulator hands it one message at a time. Three modes (docs/protocol.md section 
     The same buffers and the same notification rule, plus Hudi's *commit guard*
     (``EventBuffers.awaitAllInstantsToCompleteIfNecessary``, on when
     ``OptionsResolver.isBlockingInstantGeneration``): a request for an id that has no buffer yet
-    gets no instant (``None``: the task waits and asks again) while any pending buffer has received
-    an event (``EventBuffers.nonEmpty``). So an instant holding data is committed before the next
-    one starts, and a task that flushed its last batch for checkpoint ``n`` waits until the
-    notification for ``n`` committed it. Correct, but writers stall between their checkpoint
-    flush and the commit. The notification only commits buffers with id ``< n``: records a task
+    gets no instant (``None``) while any pending buffer has received an event
+    (``EventBuffers.nonEmpty``): the request then waits for the guard's signal, which any
+    buffer's reset gives (a commit, a drop; ``CommitGuard.blockFor`` / ``unblock``), and then
+    starts the instant without looking again (:meth:`WriteCoordinator.start_after_guard`).
+    Writers stall between their checkpoint flush and the commit. Under EAGER failed-writes
+    cleaning (one blocking job's default) each new instant first rolls back every pending write
+    instant (``startCommit`` -> ``rollbackFailedWrites``), its own included. The notification only commits buffers with id ``< n``: records a task
     flushed after snapshotting ``n`` (id ``n``) are never committed by it, however late it comes
     (``tests/models/test_coordinator_stateful.py``: a late notification never commits part of a
     pending checkpoint).
@@ -36,11 +38,9 @@ simulator hands it one message at a time. Three modes (docs/protocol.md section 
 An instant that ends up with nothing to commit (no event at all, Hudi's
 ``isEmptyDataWriteBuffer``; or only empty write statuses while empty commits are not allowed) is
 not committed. Hudi 1.1's ``commitInstant`` then drops the buffer and stops the instant's
-heartbeat, leaving its files to failed-writes cleaning; here the coordinator rolls it back
-itself, right when it drops it: the same end state without depending on a cleaner (a single
-job's simulation may run none), and safe because no task can still write into it (every event
-for a checkpoint id below ``n`` reaches the coordinator before the task's ACK that completes
-``n``).
+heartbeat, leaving the instant pending, with its files, to failed-writes cleaning: under EAGER the
+write client's next ``startCommit`` rolls it back, under LAZY the next clean (its heartbeat file
+is gone, so it counts as expired at once).
 
 State and failover (Hudi 1.1 ``StreamWriteOperatorCoordinator``; docs/protocol.md section 6.3).
 The coordinator snapshots first for checkpoint ``i`` (:meth:`snapshot_state` keeps the complete
@@ -114,11 +114,13 @@ from models.format.commit_metadata import WriteStat
 from models.ports import Steps
 from models.timeline.instant import Instant
 from models.txn.write_config import SINGLE_WRITER, validate_write_config
+from models.write.rollback import RollbackListener, rollback_failed_writes
 from models.write.writer import TableWriter
 
 COORDINATOR_MODES = ("async", "blocking", "minibatch")
 COMMIT_SCOPES = ("all_below", "latest_only")
 RESET_RECOMMITS = ("immediate", "next_notification")
+INSTANT_REQUESTS = ("polled", "blocked")
 
 
 @dataclass(frozen=True)
@@ -148,14 +150,19 @@ class WriteCoordinator:
         precommit: Callable[[Instant, tuple[WriteStat, ...]], None] | None = None,
         commit_scope: str = "all_below",
         restore_rules: RestoreRules | None = None,
-        on_rollback: Callable[[str, Instant], None] | None = None,
+        on_drop: Callable[[str], None] | None = None,
         concurrency_mode: str = SINGLE_WRITER,
+        failed_writes_cleaning: str = "LAZY",
+        on_rollback: RollbackListener | None = None,
+        instant_request: str = "polled",
     ) -> None:
         """``precommit(instant, stats)`` runs under the table lock right before the completed
         file is created (OCC conflict checks); raising aborts the commit. ``commit_scope`` and
-        ``restore_rules`` are the variants of the module docstring. ``on_rollback(instant_time,
-        rollback)`` runs after the coordinator rolled back an instant it dropped with nothing to
-        commit (for the history). ``concurrency_mode`` is validated as Hudi validates its write
+        ``restore_rules`` are the variants of the module docstring. ``on_drop(instant_time)`` runs
+        when the coordinator drops an instant with nothing to commit (for the history).
+        ``failed_writes_cleaning`` is the write client's policy (``EAGER``: a new instant first
+        rolls back every pending write instant, telling ``on_rollback`` about each). ``instant_request`` is how a request the commit guard holds back waits (the
+        simulator's part): ``blocked`` (Hudi 1.1) or ``polled`` (apache/hudi#19960). ``concurrency_mode`` is validated as Hudi validates its write
         client's config (:func:`models.txn.write_config.validate_write_config`)."""
         validate_write_config(writer.table.config, concurrency_mode)
         if mode not in COORDINATOR_MODES:
@@ -174,8 +181,13 @@ class WriteCoordinator:
             operation_type=operation_type,
             allow_empty_commit=allow_empty_commit,
             precommit=precommit,
-            on_rollback=on_rollback,
+            on_drop=on_drop,
         )
+        if instant_request not in INSTANT_REQUESTS:
+            raise ValueError(f"instant_request must be one of {INSTANT_REQUESTS}")
+        self.failed_writes_cleaning = failed_writes_cleaning
+        self.instant_request = instant_request
+        self.on_rollback = on_rollback
         self.buffers = EventBuffers()
         self.instant: str | None = None  # Hudi's field ``instant``: the newest one started here
         self.started = False
@@ -219,12 +231,26 @@ class WriteCoordinator:
             return current.instant
         buffer = self.buffers.get(checkpoint_id)
         if buffer is None:
-            if self.mode == "blocking" and any(b.has_events for b in self.buffers.values()):
-                return None  # the commit guard: wait until the pending instant is committed
+            if self.guarded(checkpoint_id):
+                return None
             buffer = yield from self._start_instant(checkpoint_id)
         return buffer.instant
 
+    def guarded(self, checkpoint_id: int) -> bool:
+        """Blocking mode's commit guard holds a new instant (for ``checkpoint_id``) back: a
+        pending buffer has an event (``EventBuffers.nonEmpty``)."""
+        del checkpoint_id  # Hudi's guard looks at every pending buffer
+        return self.mode == "blocking" and any(b.has_events for b in self.buffers.values())
+
+    def start_after_guard(self, checkpoint_id: int) -> Steps[str]:
+        """``handleInstantRequest`` after ``CommitGuard.blockFor`` returned: the instant for
+        ``checkpoint_id`` is started, the guard's condition not checked again."""
+        buffer = yield from self._start_instant(checkpoint_id)
+        return buffer.instant
+
     def _start_instant(self, checkpoint_id: int) -> Steps[EventBuffer]:
+        if self.failed_writes_cleaning == "EAGER":
+            yield from rollback_failed_writes(self.writer, self.on_rollback)
         instant = yield from self.writer.start_commit()
         buffer = EventBuffer(checkpoint_id, instant.requested_time, (None,) * self.parallelism)
         self.buffers.put(buffer)

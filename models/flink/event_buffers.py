@@ -14,6 +14,7 @@ them are in :mod:`models.flink.coordinator`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
@@ -119,6 +120,8 @@ class EventBuffers:
 
     def __init__(self) -> None:
         self._buffers: dict[int, EventBuffer] = {}
+        self.on_reset: Callable[[], None] | None = None
+        """Blocking mode's ``CommitGuard.unblock``: signalled at every reset."""
 
     def __contains__(self, checkpoint_id: object) -> bool:
         return checkpoint_id in self._buffers
@@ -137,8 +140,11 @@ class EventBuffers:
         self._buffers[buffer.checkpoint_id] = buffer
 
     def reset(self, checkpoint_id: int) -> None:
-        """Drop the buffer of ``checkpoint_id`` (Hudi's ``EventBuffers.reset``)."""
+        """Drop the buffer of ``checkpoint_id`` and signal the commit guard (Hudi's
+        ``EventBuffers.reset``)."""
         self._buffers.pop(checkpoint_id, None)
+        if self.on_reset is not None:
+            self.on_reset()
 
     def clear(self) -> None:
         self._buffers.clear()

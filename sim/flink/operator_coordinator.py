@@ -134,12 +134,21 @@ class CommitReporter:
 
         return precommit
 
+    def rolling_back(self, instant: str) -> None:
+        """The coordinator's write client rolls back a failed write as it starts an instant
+        (EAGER): recorded as the failed-writes cleaning's rollbacks are."""
+        self.history.invoke(self.owner, "rollback", {"instant": instant})
+
     def rolled_back(self, instant: str, rollback: Instant) -> None:
-        """The coordinator rolled back an instant it dropped with nothing to commit (see
-        ``models/flink/coordinator.py``): recorded as the failed-writes cleaning's rollbacks are."""
+        """The rollback :meth:`rolling_back` announced is complete."""
         self.history.ok(
             self.owner, "rollback", {"instant": instant, "rollback": rollback.requested_time}
         )
+
+    def dropped(self, instant: str) -> None:
+        """The coordinator dropped an instant with nothing to commit (see
+        ``models/flink/commits.py``): it stays pending until failed-writes cleaning rolls it back."""
+        self.history.info(self.owner, "drop_instant", {"instant": instant})
 
 
 class OperatorCoordinator:
@@ -170,7 +179,11 @@ class OperatorCoordinator:
         self.compaction = compaction
         self.on_notified = on_notified
         self.commit_ack_timeout_ms = commit_ack_timeout_ms
-        self._refused_since: dict[int, float] = {}  # checkpoint id -> first refused request
+        self._guard: simpy.Event | None = None  # the request executor waits on CommitGuard
+        self._blocked_since: float | None = None  # kept across task failovers: the executor's
+        # thread goes on waiting while Flink restarts tasks around the coordinator
+        self._refused_since: dict[int, float] = {}  # polled: checkpoint id -> first "not yet"
+        self.coordinator.buffers.on_reset = self._unblock
         self.mailbox = simpy.Store(attempt.env)
         self.requests = simpy.Store(attempt.env)  # the instant-request executor's queue
         self.subtasks: dict[int, Gateway] = {}
@@ -223,7 +236,7 @@ class OperatorCoordinator:
         env, history, epoch = self.attempt.env, self.attempt.history, self.attempt.epoch
         coordinator, me = self.coordinator, self.me
         self._reported.clear()
-        self._refused_since.clear()  # the guard's wait starts anew with the attempt
+        self._refused_since.clear()  # polled: the guard's wait starts anew with the attempt
         history.invoke(
             me, "restore", {"checkpoint": state.checkpoint_id if state else None, "path": step}
         )
@@ -277,27 +290,62 @@ class OperatorCoordinator:
         message.reply.succeed(snapshot)
 
     def _instant_request(self, message: InstantRequest) -> Generator[Any, Any, None]:
-        coordinator, me = self.coordinator, self.me
+        """``handleInstantRequest``: the instant of the request's checkpoint id, or a new one.
+        One the blocking mode holds back is answered "not yet" (``polled``: the task asks again)
+        or, Hudi 1.1 (``blocked``), started once the commit guard's wait returns, this executor
+        serving no other request meanwhile; the answer says how long it waited there."""
+        coordinator, env = self.coordinator, self.attempt.env
+        owner = f"{self.me}{THREAD_MARK}instant-request"
         before = set(coordinator.pending_instants)
         instant = yield from drive(
-            self.attempt.env,
-            coordinator.request_instant(message.task_id, message.checkpoint_id),
-            owner=f"{me}{THREAD_MARK}instant-request",
+            env, coordinator.request_instant(message.task_id, message.checkpoint_id), owner=owner
         )
-        if instant is None:
-            self._guard_waited(message.checkpoint_id)
+        guard_wait_ms = 0
+        if instant is None and coordinator.instant_request == "blocked":
+            started = env.now
+            yield from self._block_for(",".join(coordinator.pending_instants))
+            guard_wait_ms = int(env.now - started)
+            instant = yield from drive(
+                env, coordinator.start_after_guard(message.checkpoint_id), owner=owner
+            )
+        elif instant is None:
+            self._held_back(message.checkpoint_id)
         else:
             self._refused_since.pop(message.checkpoint_id, None)
         if instant is not None and instant not in before:
             self.attempt.history.ok(
-                me, "start_instant", {"instant": instant, "checkpoint": message.checkpoint_id}
+                self.me, "start_instant", {"instant": instant, "checkpoint": message.checkpoint_id}
             )
             self.services.heartbeat_started(instant)
-        self.subtasks[message.task_id].send(InstantResponse(self.attempt.epoch, instant))
+        response = InstantResponse(self.attempt.epoch, instant, guard_wait_ms)
+        self.subtasks[message.task_id].send(response)
 
-    def _guard_waited(self, checkpoint_id: int) -> None:
-        """A request the commit guard refused: after ``commit_ack_timeout_ms`` of refusals the
-        job fails, as Hudi's ``CommitGuard.blockFor`` throws on the instant-request executor."""
+    def _block_for(self, pending: str) -> Generator[Any, Any, None]:
+        """``CommitGuard.blockFor``: wait for one signal (any buffer's reset), however many
+        instants are still pending then; after ``commit_ack_timeout_ms`` the job fails, as the
+        guard throws on the instant-request executor. A task failover does not end the wait
+        (the coordinator and its executor live on): the next attempt's blocked request waits
+        out what is left of it."""
+        env = self.attempt.env
+        if self._blocked_since is None:
+            self._blocked_since = env.now
+        left_ms = self._blocked_since + self.commit_ack_timeout_ms - env.now
+        signal = self._guard = env.event()
+        try:
+            yield signal | env.timeout(max(left_ms, 0))
+        finally:
+            self._guard = None
+        self._blocked_since = None  # signalled or timed out; an interrupt keeps the wait going
+        if not signal.triggered:
+            raise CoordinatorError(
+                f"Timeout({self.commit_ack_timeout_ms}ms) while waiting for instants [{pending}] "
+                "to commit"
+            )
+
+    def _held_back(self, checkpoint_id: int) -> None:
+        """Polled: a new instant the guard holds back is answered "not yet"; once it has been
+        held back ``commit_ack_timeout_ms`` the job fails, as the guarded creation does in Hudi
+        (``CommitGuard.blockFor`` on the instant executor, apache/hudi#19960)."""
         now = self.attempt.env.now
         since = self._refused_since.setdefault(checkpoint_id, now)
         if now - since >= self.commit_ack_timeout_ms:
@@ -308,9 +356,16 @@ class OperatorCoordinator:
                 "to commit"
             )
 
+    def _unblock(self) -> None:
+        """``CommitGuard.unblock`` (a buffer was reset): wake the waiting request, if any."""
+        if self._guard is not None and not self._guard.triggered:
+            self._guard.succeed()
+
     def _bootstrap(self, message: BootstrapMessage) -> Generator[Any, Any, None]:
         """A task is up: its bootstrap event, if it sent one, goes to the write coordinator;
-        once every task of this attempt is up, failed writes are cleaned (EAGER)."""
+        once every task of this attempt is up, failed writes are cleaned, when the policy is
+        EAGER and the write client does not clean them at each new instant itself (non-blocking
+        generation under the ``1.0`` preset)."""
         coordinator, event = self.coordinator, message.event
         if event is not None:
             self.attempt.history.info(
@@ -329,7 +384,11 @@ class OperatorCoordinator:
         if message.epoch != self.attempt.epoch:
             return
         self._reported.add(message.task_id)
-        if len(self._reported) == coordinator.parallelism and not coordinator.bootstrapping:
+        if (
+            len(self._reported) == coordinator.parallelism
+            and not coordinator.bootstrapping
+            and coordinator.failed_writes_cleaning != "EAGER"
+        ):
             yield from self.services.clean_after_bootstrap(
                 self.me, coordinator.writer, coordinator.pending_instants
             )

@@ -12,10 +12,11 @@ up, with the bootstrap event Hudi sends (``AbstractStreamWriteFunction#sendBoots
   even with nothing to write and sends an empty last batch into it, so the coordinator knows
   the task finished), ``snapshotState``, then the ACK to the checkpoint coordinator.
 
-A task asks for an instant only when it flushes; in ``blocking`` mode the coordinator refuses a
-new instant while an earlier one holding events is not committed (Hudi 1.1's ``CommitGuard``),
-and the task waits there (docs/protocol.md section 6.4). The mini-batch mode (a design proposal)
-asks only to write data.
+A task asks for an instant only when it flushes and blocks on the answer; in ``blocking`` mode
+the coordinator holds a new instant back while an earlier one holding events is not committed
+(Hudi 1.1's ``CommitGuard``), so the task waits there (docs/protocol.md section 6.4), at most
+Flink's RPC timeout, after which it fails. The mini-batch mode (a design proposal) asks only to
+write data.
 
 Barriers and eager flushes carry the records buffered when they were issued
 (:meth:`WriteFunction.inject_barrier`, :meth:`WriteFunction.receive`), so the records before a
@@ -36,6 +37,8 @@ from models.flink.bucket_index import DuplicateFileIdError
 from models.flink.write_buffer import BufferTooSmallError
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.flink.write_task import FileLayout, TaskState, WriteTask, write_records
+from models.format.commit_metadata import WriteStat
+from models.table_errors import HoodieException
 from models.timeline.instant import Instant, State
 from models.write.writer import TableWriter
 from sim.flink.bucket_assign import TaskBucketIndex
@@ -51,9 +54,11 @@ from sim.messages import (
 )
 from sim.storage import SimStorage
 
-INSTANT_RETRY_MS = 100
-"""How often a task refused an instant (blocking mode) asks again; Hudi's request waits on the
-commit guard's condition instead, which the next commit signals."""
+RPC_ASK_TIMEOUT_MS = 10_000
+"""Flink's ``pekko.ask.timeout``: how long a task waits for the coordinator's answer."""
+POLL_BACKOFF_MS = (200, 1000)
+"""A task answered "not yet" asks again after 200 ms, doubling up to 1 s (Hudi master's
+``Correspondent#requestInstantTime``, apache/hudi#19960)."""
 BACKLOG_LIMIT = 2  # queued flushes and barriers at which the task pushes back on the source
 
 
@@ -95,6 +100,8 @@ class WriteFunction:
         to_coordinator: Gateway,
         to_checkpoints: Gateway,
         bucket_index: TaskBucketIndex | None = None,
+        rpc_ask_timeout_ms: int = RPC_ASK_TIMEOUT_MS,
+        commit_ack_timeout_ms: int = 300_000,
     ) -> None:
         self.attempt = attempt
         self.task = task
@@ -111,10 +118,12 @@ class WriteFunction:
         self.responses = simpy.Store(attempt.env)
         self.waiting_for_instant = False
         self.me = attempt.process_name(f"task-{self.task_id}")
-        self._base_instants: tuple[str, dict[tuple[str, str], str]] | None = None
+        self._base_instants: tuple[str, dict[tuple[str, str], str | None]] | None = None
         self._log_versions: dict[tuple[str, str, str], int] = {}
         self._handles: dict[str, str] = {}  # Hudi's bucketToHandles, until the barrier's flush
         self.bucket_index = bucket_index
+        self.rpc_ask_timeout_ms = rpc_ask_timeout_ms
+        self.commit_ack_timeout_ms = commit_ack_timeout_ms
 
     # --- what the other roles call ----------------------------------------------------------
 
@@ -234,6 +243,7 @@ class WriteFunction:
             handles=self._handles,
             file_ids=None if self.bucket_index is None else self.bucket_index.index,
         )
+        self._open_handles(base_instants, stats)
         yield env.timeout(self.storage.latency_since(mark))
         event = WriteMetadataEvent(
             self.task_id, instant, checkpoint_id, tuple(stats), last_batch, rows.num_rows
@@ -242,35 +252,52 @@ class WriteFunction:
         self.to_coordinator.send(EventMessage(epoch, event))
         self.attempt.history.ok(self.me, "flush", event.summary())
 
-    def _legacy_base_instants(self, instant: str) -> dict[tuple[str, str], str] | None:
-        """0.x keeps a task's append handles, and the base instant each read when it was opened,
-        for every flush into the same instant (``base_instant`` slicing on MERGE_ON_READ)."""
+    def _legacy_base_instants(self, instant: str) -> dict[tuple[str, str], str | None] | None:
+        """0.x keeps a task's append handles, and the base instant each read when it was opened
+        (at the file group's first flush into the instant), for every later flush into the same
+        instant (``base_instant`` slicing on MERGE_ON_READ): the file groups' base instants now,
+        those of the handles already open as they read them."""
         if not (self.layout.file_slicing == "base_instant" and self.layout.is_mor):
             return None
-        cached = self._base_instants
-        if cached is None or cached[0] != instant:
-            cached = (instant, self.base_instants())
-            self._base_instants = cached
-        return cached[1]
+        if self._base_instants is None or self._base_instants[0] != instant:
+            self._base_instants = (instant, {})
+        return {**self.base_instants(), **self._base_instants[1]}
+
+    def _open_handles(
+        self, read: dict[tuple[str, str], str | None] | None, stats: list[WriteStat]
+    ) -> None:
+        """The file groups a flush wrote keep the base instant they read (0.x handles)."""
+        if read is None or self._base_instants is None:
+            return
+        opened = self._base_instants[1]
+        for stat in stats:
+            key = (stat.partition_path, stat.file_id)
+            opened.setdefault(key, read.get(key))
 
     def _wait_for_instant(self, checkpoint_id: int) -> Generator[Any, Any, str]:
-        """Ask the coordinator until it hands out an instant; the wait is the writer's stall."""
+        """Ask the coordinator for the instant and block on the answer (Hudi's
+        ``Correspondent#requestInstantTime``); an answer "not yet" is asked again with backoff
+        until ``write.commit.ack.timeout``. The wait is the writer's stall; an answer later
+        than the RPC timeout, or no instant in time, fails the task."""
         env, history = self.attempt.env, self.attempt.history
-        started = env.now
-        refused_at = None  # when the coordinator first said "wait for the commit"
+        started, refused_at, backoff_ms = env.now, None, POLL_BACKOFF_MS[0]
         self.waiting_for_instant = True
         history.invoke(self.me, "wait_instant", {"checkpoint": checkpoint_id})
         while True:
-            self.to_coordinator.send(
-                InstantRequest(self.attempt.epoch, self.task_id, checkpoint_id)
-            )
-            response = yield self.responses.get()
+            response = yield from self._ask(checkpoint_id)
             if response.instant is not None:
                 break
-            if refused_at is None:
-                refused_at = env.now
-            yield env.timeout(INSTANT_RETRY_MS)
+            refused_at = env.now if refused_at is None else refused_at
+            left_ms = refused_at + self.commit_ack_timeout_ms - env.now
+            if left_ms <= 0:
+                raise HoodieException(
+                    "Timeout waiting for the instant time from the coordinator for checkpoint "
+                    f"{checkpoint_id}"
+                )
+            yield env.timeout(min(backoff_ms, left_ms))
+            backoff_ms = min(2 * backoff_ms, POLL_BACKOFF_MS[1])
         self.waiting_for_instant = False
+        polled_ms = 0 if refused_at is None else int(env.now - refused_at)
         history.ok(
             self.me,
             "wait_instant",
@@ -278,10 +305,23 @@ class WriteFunction:
                 "instant": response.instant,
                 "checkpoint": checkpoint_id,
                 "blocked_ms": int(env.now - started),
-                "commit_wait_ms": 0 if refused_at is None else int(env.now - refused_at),
+                "commit_wait_ms": response.guard_wait_ms + polled_ms,
             },
         )
         return response.instant
 
+    def _ask(self, checkpoint_id: int) -> Generator[Any, Any, InstantResponse]:
+        """One instant request and its answer, within the RPC timeout."""
+        env = self.attempt.env
+        self.to_coordinator.send(InstantRequest(self.attempt.epoch, self.task_id, checkpoint_id))
+        with self.responses.get() as answer:
+            yield answer | env.timeout(self.rpc_ask_timeout_ms)
+            if not answer.triggered:
+                raise HoodieException(
+                    "Error requesting the instant time from the coordinator: no answer in "
+                    f"{self.rpc_ask_timeout_ms} ms"
+                )
+            return answer.value
 
-__all__ = ["INSTANT_RETRY_MS", "WriteFunction"]
+
+__all__ = ["POLL_BACKOFF_MS", "RPC_ASK_TIMEOUT_MS", "WriteFunction"]

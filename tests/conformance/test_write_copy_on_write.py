@@ -562,6 +562,38 @@ class TestWriteCopyOnWrite:
         pipeline1.end()
         pipeline2.end()
 
+    def test_write_exactly_once(self) -> None:
+        """``TestWriteCopyOnWrite#testWriteExactlyOnce``, Hudi 1.1 at 4f80914b: a 630-byte
+        buffer of 128-byte pages flushes mini-batches; with checkpoint 2's instant pending (its
+        events handled, not committed), a mini-batch of the next interval needs a new instant and
+        the blocking mode's commit guard times out after write.commit.ack.timeout.
+        ``resetInstantTimeRequest`` has no counterpart: the harness's requests always reach the
+        coordinator."""
+        self.conf = self.conf.clone(
+            commit_ack_timeout_ms=1000,
+            write_memory_segment_page_size=128,
+            write_task_max_size_mb=200.0006,  # 630 bytes buffer size
+        )
+        pipeline = (
+            self.prepare_pipeline(self.conf)
+            .consume(DATA_SET_INSERT)
+            .initial_event_buffer()
+            .checkpoint(1)
+            .handle_events(4)
+            .checkpoint_complete(1)
+            # requested instant with checkpoint id as 1
+            .consume(DATA_SET_INSERT)
+            .checkpoint(2)
+            .handle_events(4)
+        )
+        # requested instant with checkpoint id as 2
+        if self.conf.instant_generation == "blocking":
+            pipeline.assert_consume_throws(
+                DATA_SET_INSERT, "Timeout(1000ms) while waiting for instants"
+            ).end()
+        else:
+            pipeline.consume(DATA_SET_INSERT).end()
+
     def test_rollback_failed_writes_with_lazy_clean_policy(self) -> None:
         """``TestWriteCopyOnWrite#testRollbackFailedWritesWithLazyCleanPolicy``, Hudi 1.1 at
         4f80914b (note 11.23). The clean policy has no effect on the model's coordinator."""

@@ -51,6 +51,7 @@ EXPECTED: dict[str, dict[str, str | bool]] = {
         "checkpoint_deferred_recommits": False,
         "recommit_baseline": "coordinator",
         "pending_file_ids": "ignored",
+        "instant_request": "polled",
         "partial_update_merge": "column_group",
         "failed_writes_cleaning": "EAGER",
     },
@@ -68,6 +69,7 @@ EXPECTED: dict[str, dict[str, str | bool]] = {
         "checkpoint_deferred_recommits": False,
         "recommit_baseline": "coordinator",
         "pending_file_ids": "ignored",
+        "instant_request": "blocked",
         "partial_update_merge": "column_group",
         "failed_writes_cleaning": "LAZY",
     },
@@ -85,6 +87,7 @@ EXPECTED: dict[str, dict[str, str | bool]] = {
         "checkpoint_deferred_recommits": True,
         "recommit_baseline": "job",
         "pending_file_ids": "adopted",
+        "instant_request": "polled",
         "partial_update_merge": "column_group",
         "failed_writes_cleaning": "LAZY",
     },
@@ -138,8 +141,9 @@ def test_known_bad_values_no_release_ships_are_never_a_preset(switch: str) -> No
 def test_the_presets_differ_where_a_release_carries_a_bug() -> None:
     """apache/hudi#19774 in 1.0 and 1.1, #19215 in 1.1 only, #19922 (restored checkpoint id, the
     deferred recommit left out of the checkpoint) in 1.0 and 1.1 as modelled, 1.0's re-send at
-    every attempt, #19907 (pending file ids ignored) in 1.0 and 1.1 (#14365 is kept at the real
-    rule: the switch would overstate it)."""
+    every attempt, #19907 (pending file ids ignored) in 1.0 and 1.1, 1.1's commit guard blocking
+    the instant-request thread (fixed by #19960) (#14365 is kept at the real rule: the switch
+    would overstate it)."""
     latest = preset_values(LATEST)
     changed = {
         release: {k for k, v in preset_values(release).items() if v != latest[k]}
@@ -157,6 +161,7 @@ def test_the_presets_differ_where_a_release_carries_a_bug() -> None:
         "1.1": {
             "slice_anchor",
             "pending_file_ids",
+            "instant_request",
             "snapshot_partial_buffers",
             "reset_recommit",
             "restored_checkpoint_id",

@@ -308,13 +308,13 @@ def test_async_late_notification_does_not_commit_newer_buffers():
 
 @pytest.mark.parametrize("mode", ["async", "blocking", "minibatch"])
 @pytest.mark.parametrize("allow", [True, False])
-def test_an_empty_instant_is_committed_if_allowed_else_rolled_back(mode, allow):
+def test_an_empty_instant_is_committed_if_allowed_else_dropped_and_left_pending(mode, allow):
     """An instant that got only empty last batches: committed empty, or (empty commits not
-    allowed) dropped as Hudi's commitInstant does, and then rolled back rather than left
-    inflight with nobody to ever commit it (it blocked archiving)."""
-    rollbacks: list[tuple[str, Instant]] = []
+    allowed) dropped as Hudi 1.1's commitInstant does: its buffer reset, its heartbeat stopped,
+    the instant left pending for failed-writes cleaning."""
+    dropped: list[str] = []
     p = Pipeline(mode, parallelism=2, allow_empty_commit=allow)
-    p.coordinator.committer.on_rollback = lambda instant, done: rollbacks.append((instant, done))
+    p.coordinator.committer.on_drop = dropped.append
     p.ingest(10)
     p.checkpoint(1)
     p.notify(1)
@@ -330,14 +330,42 @@ def test_an_empty_instant_is_committed_if_allowed_else_rolled_back(mode, allow):
     writes = [i for i in p.completed() if i.action != "rollback"]
     assert len(writes) == 1 + allow
     assert p.coordinator.pending_instants == []
+    pending = [i.requested_time for i in p.writer.timeline.load().pending()]
+    assert pending == ([] if allow else [empty])
+    assert dropped == ([] if allow else [empty])
+
+
+class Rollbacks:
+    """A :class:`models.write.rollback.RollbackListener` that keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.done: list[tuple[str, Instant]] = []
+
+    def rolling_back(self, instant_time: str) -> None:
+        self.started.append(instant_time)
+
+    def rolled_back(self, instant_time: str, rollback: Instant) -> None:
+        self.done.append((instant_time, rollback))
+
+
+def test_eager_cleaning_rolls_back_every_pending_instant_when_an_instant_starts():
+    """``startCommit`` under EAGER (``CleanerUtils.rollbackFailedWrites``): a dropped empty
+    instant, and any other pending write, is rolled back before the next instant is created."""
+    p = Pipeline("blocking", parallelism=2, allow_empty_commit=False)
+    p.ingest(10)
+    p.checkpoint(1)
+    p.notify(1)
+    empty = run(p.coordinator.request_instant(0, 1), p.clock)
+    p.checkpoint(2)
+    p.notify(2)  # dropped, left pending
+    listener = Rollbacks()
+    p.coordinator.failed_writes_cleaning, p.coordinator.on_rollback = "EAGER", listener
+    later = run(p.coordinator.request_instant(0, 2), p.clock)
     timeline = p.writer.timeline.load()
-    assert list(timeline.pending()) == []  # nothing left inflight
-    if not allow:
-        ((instant, done),) = rollbacks
-        assert instant == empty and timeline.get(empty) is None
-        assert done.action == "rollback" and done.is_completed
-    else:
-        assert rollbacks == []
+    assert [i.requested_time for i in timeline.pending()] == [later]
+    assert listener.started == [empty] and [i for i, _ in listener.done] == [empty]
+    assert timeline.get(empty) is None and listener.done[0][1].action == "rollback"
 
 
 # --- blocking ------------------------------------------------------------------------------------

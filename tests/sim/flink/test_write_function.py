@@ -12,7 +12,7 @@ from models.format.parquet_files import read_parquet
 from models.format.records import RECORD_KEY_FIELD
 from sim.driver import drive
 from sim.flink.runtime import Gateway
-from sim.flink.write_function import INSTANT_RETRY_MS, WriteFunction
+from sim.flink.write_function import POLL_BACKOFF_MS, WriteFunction
 from sim.messages import (
     BootstrapMessage,
     EventMessage,
@@ -177,17 +177,18 @@ def test_an_empty_barrier_asks_for_no_instant_in_mini_batch_mode():
     assert t.sent[1].event.instant is None
 
 
-def test_a_refused_instant_is_asked_for_again_and_the_task_pushes_back_meanwhile():
+def test_a_refused_instant_is_asked_for_again_with_backoff_and_the_task_pushes_back():
     t = Task(mode="blocking", refusals=3)
     t.function.receive(t.rows(10))
     t.function.inject_barrier(1)
     t.run(1)
     assert t.function.waiting_for_instant and t.function.backpressured
-    t.run()
+    t.run(3000)
     assert not t.function.waiting_for_instant
     assert t.kinds().count("InstantRequest") == 4  # 3 refused, then the flush's
     first, *_ = [e for e in t.h.events("wait_instant") if e.type == "ok"]
-    assert first.value["commit_wait_ms"] >= 3 * INSTANT_RETRY_MS
+    backoff = POLL_BACKOFF_MS[0]
+    assert first.value["commit_wait_ms"] >= backoff + 2 * backoff + 4 * backoff
     assert first.value["blocked_ms"] >= first.value["commit_wait_ms"]
 
 
