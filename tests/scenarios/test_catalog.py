@@ -40,6 +40,9 @@ EXPECTED = {
     "release_1_1_partial_buffers": ("exactly_once", "no_data_loss"),
     "paused_coordinator_rolled_back": ("exactly_once", "liveness", "no_data_loss"),
     "duplicate_bucket_file_id": ("liveness", "merge_convergence", "no_data_loss"),
+    "blocked_instant_requests": ("liveness",),
+    "release_1_1_blocked_instant_requests": ("liveness",),
+    "truetime_instant_ceiling": (),
     "release_1_1_duplicate_file_id": (
         "liveness",
         "merge_convergence",

@@ -11,7 +11,7 @@ from tests.scenarios.test_suites import BOOK
 
 
 def test_truetime_grid_expects_order_exactly_where_the_bound_exceeds_twice_the_skew():
-    points = [e for e in BOOK.suite("truetime").scenarios]
+    points = [e for e in BOOK.suite("truetime").scenarios if e.grid == "truetime"]
     assert len(points) == 12
     for point in points:
         time = point.scenario.time
@@ -31,6 +31,22 @@ def test_truetime_grid_expects_order_exactly_where_the_bound_exceeds_twice_the_s
         # the file the runner writes must not claim a violation it cannot promise
         assert point.scenario.expect.violations == ()
     assert {p.expectation.mode for p in points} == {"exact", "any-of"}
+
+
+def test_truetime_ceiling_grid_asks_one_to_sixteen_instants_a_second_under_two_bounds():
+    points = [e for e in BOOK.suite("truetime").scenarios if e.grid == "truetime_ceiling"]
+    asked = {
+        (
+            p.scenario.time.max_expected_skew_ms,
+            sum(1 / job.checkpoint_interval_s for job in p.scenario.jobs),
+        )
+        for p in points
+    }
+    assert asked == {(b, a) for b in (50, 200) for a in (1, 2, 4, 8, 16)}
+    for point in points:
+        assert point.expectation.mode == "exact" and point.expectation.violations == ()
+        time = point.scenario.time
+        assert time.max_expected_skew_ms > 2 * time.clock_skew_ms  # the real rule
 
 
 def test_grid_point_names_and_order():
