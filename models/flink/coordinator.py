@@ -10,30 +10,19 @@ simulator hands it one message at a time. Three modes (docs/protocol.md section 
     checkpoint order, **every** buffer with id ``< n`` and drops them (Flink's subsume contract: a
     lost notification for ``n - 1`` is covered by ``n``). Writers never wait for a commit.
 ``blocking`` (COPY_ON_WRITE upserts; before 1.1 every job)
-    The same buffers and the same notification rule, plus Hudi's *commit guard*
-    (``EventBuffers.awaitAllInstantsToCompleteIfNecessary``, on when
-    ``OptionsResolver.isBlockingInstantGeneration``): a request for an id that has no buffer yet
-    gets no instant (``None``) while any pending buffer has received an event
-    (``EventBuffers.nonEmpty``): the request then waits for the guard's signal, which any
-    buffer's reset gives (a commit, a drop; ``CommitGuard.blockFor`` / ``unblock``), and then
-    starts the instant without looking again (:meth:`WriteCoordinator.start_after_guard`).
-    Writers stall between their checkpoint flush and the commit. Under EAGER failed-writes
-    cleaning (one blocking job's default) each new instant first rolls back every pending write
-    instant (``startCommit`` -> ``rollbackFailedWrites``), its own included. The notification only commits buffers with id ``< n``: records a task
-    flushed after snapshotting ``n`` (id ``n``) are never committed by it, however late it comes
-    (``tests/models/test_coordinator_stateful.py``: a late notification never commits part of a
-    pending checkpoint).
+    The same, plus Hudi's *commit guard* (``EventBuffers.awaitAllInstantsToCompleteIfNecessary``,
+    on when ``OptionsResolver.isBlockingInstantGeneration``): a request for an id without a
+    buffer gets no instant (``None``) while any pending buffer has an event
+    (``EventBuffers.nonEmpty``); how the request then waits is the simulator's
+    (``[protocol] instant_request``; Hudi 1.1 waits for one reset's signal and starts the
+    instant without looking again, :meth:`WriteCoordinator.start_after_guard`). Under EAGER
+    failed-writes cleaning each new instant first rolls back every pending write instant
+    (``startCommit`` -> ``rollbackFailedWrites``). A notification for ``n`` never commits what a
+    task flushed after snapshotting ``n`` (``tests/models/flink/test_coordinator_stateful.py``).
 ``minibatch`` (docs/protocol.md section 6.5)
     One instant at a time that tasks keep writing into across checkpoints; a notification commits
-    whatever has arrived so far and a new instant starts on the next request. After a failover
-    the source replays data that an earlier commit already contained: at-least-once, duplicates
-    for inserts, still correct for upserts (the design's stated semantics), but never a loss. So
-    a notification that finds a flush into the open instant still under way (a task was handed
-    the instant and has sent no event since) commits nothing: committing then would complete the
-    instant without the files being written, a completed later checkpoint would cover those
-    records, and their event would arrive for a committed instant (the job fails over, and the
-    restore cannot commit them: lost). The design allows it: "some checkpoint notifications may
-    be skipped" and the instant spans one more checkpoint (the next notification commits it).
+    whatever has arrived, unless a flush into the open instant is still under way (then the next
+    one does: committing would complete the instant without those files). At-least-once.
 
 An instant that ends up with nothing to commit (no event at all, Hudi's
 ``isEmptyDataWriteBuffer``; or only empty write statuses while empty commits are not allowed) is
@@ -42,53 +31,23 @@ heartbeat, leaving the instant pending, with its files, to failed-writes cleanin
 write client's next ``startCommit`` rolls it back, under LAZY the next clean (its heartbeat file
 is gone, so it counts as expired at once).
 
-State and failover (Hudi 1.1 ``StreamWriteOperatorCoordinator``; docs/protocol.md section 6.3).
-The coordinator snapshots first for checkpoint ``i`` (:meth:`snapshot_state` keeps the complete
-buffers with id ``< i``: a buffer still being filled is covered by the tasks' own state). What
-a restart does depends on Flink's restart path, which decides whether this object survives:
-
-- a task (region) failover keeps the object and its buffers untouched (``subtaskFailed`` and
-  ``subtaskReset`` are no-ops); the restarted tasks, at attempt > 0, send empty bootstraps that
-  clear their slots at and after the restored checkpoint (:meth:`handle_bootstrap`);
-- a global failover keeps the object and calls :meth:`reset_to_checkpoint`, which puts the
-  restored buffers over the live ones and (``reset_recommit = "immediate"``, apache/hudi#19237)
-  re-commits them at once; the tasks again send empty bootstraps;
-- a JobManager failover or a rescale makes a new object, reset then started (:meth:`start`), which
-  re-commits every restored buffer; the tasks (attempt 0) re-send the events of their restored
-  state, filed as bootstrap events under their checkpoint id: a buffer whose every slot holds one
-  is re-committed at once, otherwise by a later notification (a *deferred* recommit, as after a
-  scale-up, where the new tasks have nothing to re-send).
-
-A restored buffer whose instant is already completed is dropped, never committed twice. (The
-minibatch mode restores as :mod:`models.flink.minibatch` says.)
+State and failover (Hudi 1.1 ``StreamWriteOperatorCoordinator``; docs/protocol.md section 6.6):
+:meth:`snapshot_state` keeps the complete buffers below the checkpoint. A task (region) failover
+keeps this object untouched (the tasks' empty bootstraps clear their slots,
+:meth:`handle_bootstrap`); a global failover calls :meth:`reset_to_checkpoint` on it; a
+JobManager failover or a rescale makes a new object, reset then started (:meth:`start`), and the
+tasks re-send their restored events as bootstrap events (a buffer full of them is re-committed
+at once, otherwise at a later notification: a *deferred* recommit). A restored buffer whose
+instant is already completed is dropped, never committed twice.
 
 Commits go through :class:`~models.flink.commits.InstantCommitter` (finalizing the write, the
 OCC check: a conflict fails the job over and the restart recommits the same instant,
 apache/hudi#19046).
 
-Known-bad variants (``[protocol]`` switches; docs/protocol.md section 6):
-
-``commit_scope = "latest_only"``
-    On the notification for ``n`` commit only the newest buffered instant below ``n`` and drop the
-    older ones. It breaks Flink's subsume contract: when the notification for ``n - 1`` was lost,
-    the instant it should have committed is never committed and the data its completed checkpoint
-    covered is lost (the real rule, ``all_below``, commits every buffer below ``n`` in order).
-``snapshot_partial_buffers = True`` (Hudi 1.1, apache/hudi#19215)
-    :meth:`snapshot_state` keeps every buffer whose slots are empty or last batches, so the buffer
-    of an instant a task asked for before the checkpoint and has not written yet is stored
-    empty. On a global failover :meth:`reset_to_checkpoint` puts it over the live buffer, which by
-    then holds every task's last batch; the tasks (attempt > 0) re-send nothing, and the instant
-    is dropped as empty: the data of a completed checkpoint is lost. Fixed by apache/hudi#19237.
-``reset_recommit = "next_notification"`` (Hudi 1.1)
-    A reset commits nothing; what the restored checkpoint covers waits for the next
-    notification, which never comes when the blocking coordinator's pending instant keeps every
-    checkpoint from completing: the job restarts forever.
-``checkpoint_deferred_recommits = False`` (every Hudi release, apache/hudi#19922)
-    A deferred recommit's buffer (bootstrap events, not complete) is not in the coordinator's
-    next checkpoint while the tasks' next state no longer holds its events: a restart after that
-    checkpoint and before the deferred commit loses the batch (Hudi's disabled
-    ``testDeferredRecommitSurvivesAnotherRestart``). ``True`` stores such buffers too, the remedy
-    the issue's review proposes.
+Known-bad variants: the ``[protocol]`` switches ``commit_scope`` (``latest_only`` breaks Flink's
+subsume contract), ``snapshot_partial_buffers`` (apache/hudi#19215), ``reset_recommit`` (Hudi
+1.1: a reset commits nothing) and ``checkpoint_deferred_recommits`` (apache/hudi#19922); each is
+described in docs/protocol.md section 6.6 and has a catalog scenario (docs/scenarios.md).
 
 Functions that wait (time generation, commits under the table lock) return
 :data:`models.ports.Steps`. Storage errors during a commit are retried (Hudi retries commits);
@@ -156,14 +115,12 @@ class WriteCoordinator:
         on_rollback: RollbackListener | None = None,
         instant_request: str = "polled",
     ) -> None:
-        """``precommit(instant, stats)`` runs under the table lock right before the completed
-        file is created (OCC conflict checks); raising aborts the commit. ``commit_scope`` and
-        ``restore_rules`` are the variants of the module docstring. ``on_drop(instant_time)`` runs
-        when the coordinator drops an instant with nothing to commit (for the history).
-        ``failed_writes_cleaning`` is the write client's policy (``EAGER``: a new instant first
-        rolls back every pending write instant, telling ``on_rollback`` about each). ``instant_request`` is how a request the commit guard holds back waits (the
-        simulator's part): ``blocked`` (Hudi 1.1) or ``polled`` (apache/hudi#19960). ``concurrency_mode`` is validated as Hudi validates its write
-        client's config (:func:`models.txn.write_config.validate_write_config`)."""
+        """``precommit(instant, stats)`` runs under the table lock before the completed file is
+        created (OCC); raising aborts the commit. ``on_drop(instant_time)``: an instant dropped
+        with nothing to commit. ``failed_writes_cleaning``: the write client's policy (EAGER: a
+        new instant first rolls back every pending write instant, told to ``on_rollback``).
+        ``instant_request``: how a held-back request waits (the simulator's part). The write
+        client's config is validated as Hudi does (``validate_write_config``)."""
         validate_write_config(writer.table.config, concurrency_mode)
         if mode not in COORDINATOR_MODES:
             raise ValueError(f"mode must be one of {COORDINATOR_MODES}, not {mode!r}")

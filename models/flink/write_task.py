@@ -41,15 +41,14 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from models.flink.bucket_index import BucketIndex
+from models.flink.precombine import precombine
 from models.flink.write_buffer import BufferOptions, WriteBuffer, binary_row_sizes_bytes
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.format.arrow_strings import decimal_suffixes
 from models.format.commit_metadata import WriteStat
-from models.format.properties import COMMIT_TIME_ORDERING
-from models.format.records import ORDERING_FIELD, PARTITION_FIELD, RECORD_KEY_FIELD, bucket_ids
+from models.format.records import PARTITION_FIELD, RECORD_KEY_FIELD, bucket_ids
 from models.format.records import partition_path as partition_path_of
 from models.timeline.instant import Instant
 from models.write.writer import TableWriter
@@ -218,34 +217,6 @@ def redistribute(states: tuple[TaskState, ...], parallelism: int) -> tuple[TaskS
         out.append(TaskState(task_id, checkpoint_id, tuple(entries[start : start + size]), job_id))
         start += size
     return tuple(out)
-
-
-def precombine(rows: pa.Table, merge_mode: str) -> pa.Table:
-    """Keep one version per record key: the greatest ordering value (event-time ordering) or the
-    latest in the batch (commit-time ordering). Column-wise: one sort of the key (and ordering)
-    columns, a neighbour compare, and a single take of the winners in their original order."""
-    n = rows.num_rows
-    if n < 2:
-        return rows
-    position = pa.array(np.arange(n, dtype=np.int64))
-    if merge_mode == COMMIT_TIME_ORDERING:
-        keyed = pa.table({"key": rows.column(RECORD_KEY_FIELD), "pos": position})
-        ordering = [("key", "ascending"), ("pos", "descending")]
-    else:
-        keyed = pa.table(
-            {
-                "key": rows.column(RECORD_KEY_FIELD),
-                "ord": rows.column(ORDERING_FIELD),
-                "pos": position,
-            }
-        )
-        ordering = [("key", "ascending"), ("ord", "descending"), ("pos", "descending")]
-    order = pc.sort_indices(keyed, ordering)
-    keys = keyed.column("key").take(order)
-    first = np.ones(n, bool)  # the first row of each key in sort order is its winner
-    first[1:] = pc.not_equal(keys.slice(1), keys.slice(0, n - 1)).to_numpy()
-    winners = np.sort(order.to_numpy()[first])  # back in arrival order
-    return rows.take(pa.array(winners))
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@
 The decisions are :class:`models.flink.coordinator.WriteCoordinator`'s; this process is Flink's
 ``OperatorCoordinatorHolder`` around it: one mailbox, one message at a time (Hudi's
 ``NonThrownExecutor``). Instant requests go to an executor of their own (Hudi 1.1's
-``instantRequestExecutor``), everything else to the mailbox (``NonThrownExecutor``
-"meta-event-handle"). It outlives a task (region) failover and a global failover with its
+``instantRequestExecutor``, :mod:`sim.flink.instant_requests`), everything else to the mailbox
+(``NonThrownExecutor`` "meta-event-handle"). It outlives a task (region) failover and a global failover with its
 write coordinator and mailbox (Flink keeps the coordinator object; a global failover resets it to
 the checkpoint, ``resetToCheckpoint``); a JobManager failover or a rescale builds a new one, reset
 and started. Each attempt runs its process anew, which first does what the restart path asks
@@ -29,12 +29,13 @@ from typing import Any, Protocol
 
 import simpy
 
-from models.flink.coordinator import CommitResult, CoordinatorError, WriteCoordinator
+from models.flink.coordinator import CommitResult, WriteCoordinator
 from models.flink.event_buffers import CoordinatorState
 from models.timeline.instant import Instant
 from models.txn.concurrency import ConcurrentWriteConflict
 from models.write.writer import TableWriter
 from sim.driver import drive
+from sim.flink.instant_requests import InstantRequestExecutor
 from sim.flink.runtime import Attempt, Gateway
 from sim.history import HistoryRecorder
 from sim.messages import (
@@ -42,10 +43,9 @@ from sim.messages import (
     CheckpointComplete,
     EventMessage,
     InstantRequest,
-    InstantResponse,
     SnapshotRequest,
 )
-from sim.pauses import THREAD_MARK, sit_out_pause
+from sim.pauses import sit_out_pause
 
 RESTART_STEPS = {
     "start": "a new coordinator: reset to the checkpoint, then start (recommits what it restored)",
@@ -178,15 +178,9 @@ class OperatorCoordinator:
         self.services = services
         self.compaction = compaction
         self.on_notified = on_notified
-        self.commit_ack_timeout_ms = commit_ack_timeout_ms
-        self._guard: simpy.Event | None = None  # the request executor waits on CommitGuard
-        self._blocked_since: float | None = None  # kept across task failovers: the executor's
-        # thread goes on waiting while Flink restarts tasks around the coordinator
-        self._refused_since: dict[int, float] = {}  # polled: checkpoint id -> first "not yet"
-        self.coordinator.buffers.on_reset = self._unblock
         self.mailbox = simpy.Store(attempt.env)
-        self.requests = simpy.Store(attempt.env)  # the instant-request executor's queue
         self.subtasks: dict[int, Gateway] = {}
+        self.requests = InstantRequestExecutor(self, commit_ack_timeout_ms)
         self.me = attempt.process_name("coordinator")
         self._reported: set[int] = set()  # tasks whose bootstrap message arrived this attempt
 
@@ -213,7 +207,7 @@ class OperatorCoordinator:
         mode (a design proposal) serves its requests from the mailbox: it hands out the open
         instant, which must not be the one a notification is committing."""
         own_executor = isinstance(message, InstantRequest) and self.coordinator.mode != "minibatch"
-        (self.requests if own_executor else self.mailbox).put(message)
+        (self.requests.queue if own_executor else self.mailbox).put(message)
 
     def checkpoint_coordinator(self, checkpoint_id: int) -> simpy.Event:
         """Ask for a snapshot of the coordinator's state for ``checkpoint_id``; the event
@@ -236,7 +230,7 @@ class OperatorCoordinator:
         env, history, epoch = self.attempt.env, self.attempt.history, self.attempt.epoch
         coordinator, me = self.coordinator, self.me
         self._reported.clear()
-        self._refused_since.clear()  # polled: the guard's wait starts anew with the attempt
+        self.requests.new_attempt()
         history.invoke(
             me, "restore", {"checkpoint": state.checkpoint_id if state else None, "path": step}
         )
@@ -246,7 +240,7 @@ class OperatorCoordinator:
             results = yield from drive(env, restore[step](state), owner=me)
         self._record_commits(results)
         history.ok(me, "restore", {"recommitted": [r.instant.requested_time for r in results]})
-        self.attempt.start(self.attempt.run("coordinator", self._serve_requests()))
+        self.attempt.start(self.attempt.run("coordinator", self.requests.serve()))
         while True:
             with self.mailbox.get() as get:  # an interrupt withdraws the request: the mailbox
                 message = yield get  # outlives this process and must not feed a dead one
@@ -254,7 +248,7 @@ class OperatorCoordinator:
             if message.epoch != epoch and isinstance(message, STALE_KINDS):
                 continue
             if isinstance(message, InstantRequest):
-                yield from self._instant_request(message)
+                yield from self.requests.handle(message)
             elif isinstance(message, EventMessage):
                 coordinator.handle_event(message.event)
                 history.info(me, "event", message.event.summary())
@@ -264,18 +258,6 @@ class OperatorCoordinator:
                 self._snapshot(message)
             elif isinstance(message, CheckpointComplete):
                 yield from self._notified(message.checkpoint_id)
-
-    def _serve_requests(self) -> Generator[Any, Any, None]:
-        """The instant-request executor (Hudi 1.1's ``instantRequestExecutor``): requests are
-        answered apart from events and commits, contending with them only on the locks the
-        write client takes (TrueTime's, the table's)."""
-        epoch = self.attempt.epoch
-        while True:
-            with self.requests.get() as get:
-                message = yield get
-            yield from sit_out_pause(self.attempt.env, self.me)
-            if message.epoch == epoch:  # a request of an earlier attempt has no sender left
-                yield from self._instant_request(message)
 
     def _snapshot(self, message: SnapshotRequest) -> None:
         snapshot = self.coordinator.snapshot_state(message.checkpoint_id)
@@ -288,78 +270,6 @@ class OperatorCoordinator:
             },
         )
         message.reply.succeed(snapshot)
-
-    def _instant_request(self, message: InstantRequest) -> Generator[Any, Any, None]:
-        """``handleInstantRequest``: the instant of the request's checkpoint id, or a new one.
-        One the blocking mode holds back is answered "not yet" (``polled``: the task asks again)
-        or, Hudi 1.1 (``blocked``), started once the commit guard's wait returns, this executor
-        serving no other request meanwhile; the answer says how long it waited there."""
-        coordinator, env = self.coordinator, self.attempt.env
-        owner = f"{self.me}{THREAD_MARK}instant-request"
-        before = set(coordinator.pending_instants)
-        instant = yield from drive(
-            env, coordinator.request_instant(message.task_id, message.checkpoint_id), owner=owner
-        )
-        guard_wait_ms = 0
-        if instant is None and coordinator.instant_request == "blocked":
-            started = env.now
-            yield from self._block_for(",".join(coordinator.pending_instants))
-            guard_wait_ms = int(env.now - started)
-            instant = yield from drive(
-                env, coordinator.start_after_guard(message.checkpoint_id), owner=owner
-            )
-        elif instant is None:
-            self._held_back(message.checkpoint_id)
-        else:
-            self._refused_since.pop(message.checkpoint_id, None)
-        if instant is not None and instant not in before:
-            self.attempt.history.ok(
-                self.me, "start_instant", {"instant": instant, "checkpoint": message.checkpoint_id}
-            )
-            self.services.heartbeat_started(instant)
-        response = InstantResponse(self.attempt.epoch, instant, guard_wait_ms)
-        self.subtasks[message.task_id].send(response)
-
-    def _block_for(self, pending: str) -> Generator[Any, Any, None]:
-        """``CommitGuard.blockFor``: wait for one signal (any buffer's reset), however many
-        instants are still pending then; after ``commit_ack_timeout_ms`` the job fails, as the
-        guard throws on the instant-request executor. A task failover does not end the wait
-        (the coordinator and its executor live on): the next attempt's blocked request waits
-        out what is left of it."""
-        env = self.attempt.env
-        if self._blocked_since is None:
-            self._blocked_since = env.now
-        left_ms = self._blocked_since + self.commit_ack_timeout_ms - env.now
-        signal = self._guard = env.event()
-        try:
-            yield signal | env.timeout(max(left_ms, 0))
-        finally:
-            self._guard = None
-        self._blocked_since = None  # signalled or timed out; an interrupt keeps the wait going
-        if not signal.triggered:
-            raise CoordinatorError(
-                f"Timeout({self.commit_ack_timeout_ms}ms) while waiting for instants [{pending}] "
-                "to commit"
-            )
-
-    def _held_back(self, checkpoint_id: int) -> None:
-        """Polled: a new instant the guard holds back is answered "not yet"; once it has been
-        held back ``commit_ack_timeout_ms`` the job fails, as the guarded creation does in Hudi
-        (``CommitGuard.blockFor`` on the instant executor, apache/hudi#19960)."""
-        now = self.attempt.env.now
-        since = self._refused_since.setdefault(checkpoint_id, now)
-        if now - since >= self.commit_ack_timeout_ms:
-            self._refused_since.clear()
-            pending = ",".join(self.coordinator.pending_instants)
-            raise CoordinatorError(
-                f"Timeout({self.commit_ack_timeout_ms}ms) while waiting for instants [{pending}] "
-                "to commit"
-            )
-
-    def _unblock(self) -> None:
-        """``CommitGuard.unblock`` (a buffer was reset): wake the waiting request, if any."""
-        if self._guard is not None and not self._guard.triggered:
-            self._guard.succeed()
 
     def _bootstrap(self, message: BootstrapMessage) -> Generator[Any, Any, None]:
         """A task is up: its bootstrap event, if it sent one, goes to the write coordinator;
