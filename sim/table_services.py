@@ -13,9 +13,11 @@ this module decides *when* they run, as Hudi's Flink pipeline does:
   at commit. Before a commit takes the table lock the coordinator's write client refuses an
   instant whose heartbeat expired (``HeartbeatUtils#abortIfHeartbeatExpired``): a cleaner may
   already have rolled it back. Under EAGER there are no heartbeats.
-- Failed writes are cleaned ``EAGER`` (one job: after a restart, once every task's bootstrap
-  event is in, every pending write instant the coordinator does not own is rolled back) or
-  ``LAZY`` (several jobs: the table-services job rolls back instants whose heartbeat expired).
+- Failed writes are cleaned ``EAGER`` (one job: a blocking coordinator's write client rolls
+  back every pending write instant when it starts one, ``models.flink.coordinator``; a
+  non-blocking job of the ``1.0`` preset, once after a restart when every task's bootstrap
+  event is in, every pending write instant the coordinator does not own) or ``LAZY`` (several
+  jobs: the table-services job rolls back instants whose heartbeat expired).
 - Archiving runs after each commit of the table-services job; compaction is
   :mod:`sim.flink.compactor`'s.
 - OCC (jobs with ``concurrency = "occ"``): the conflict check of :mod:`models.txn.concurrency`
