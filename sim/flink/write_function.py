@@ -14,9 +14,10 @@ up, with the bootstrap event Hudi sends (``AbstractStreamWriteFunction#sendBoots
 
 A task asks for an instant only when it flushes and blocks on the answer; in ``blocking`` mode
 the coordinator holds a new instant back while an earlier one holding events is not committed
-(Hudi 1.1's ``CommitGuard``), so the task waits there (docs/protocol.md section 6.4), at most
-Flink's RPC timeout, after which it fails. The mini-batch mode (a design proposal) asks only to
-write data.
+(``CommitGuard``), so the task waits: asking again until ``write.commit.ack.timeout`` when told
+"not yet" (``polled``), or on one request the coordinator answers late (``blocked``, Hudi 1.1),
+failing when that takes longer than Flink's RPC timeout (docs/protocol.md section 6.4). The
+mini-batch mode (a design proposal) asks only to write data.
 
 Barriers and eager flushes carry the records buffered when they were issued
 (:meth:`WriteFunction.inject_barrier`, :meth:`WriteFunction.receive`), so the records before a
