@@ -71,6 +71,7 @@ class Served:
         compaction: FakeCompaction | None = None,
         mode: str = "async",
         commit_ack_timeout_ms: int = 300_000,
+        instant_request: str = "polled",
     ) -> None:
         # EAGER: the fake services keep no heartbeats the real write client could check
         world = World(
@@ -82,7 +83,12 @@ class Served:
         self.notified = 0
         self.role = OperatorCoordinator(
             self.h.attempt,
-            lambda: WriteCoordinator(clients.coordinator_writer(ME), parallelism=1, mode=mode),
+            lambda: WriteCoordinator(
+                clients.coordinator_writer(ME),
+                parallelism=1,
+                mode=mode,
+                instant_request=instant_request,
+            ),
             services=self.services,
             compaction=compaction,
             on_notified=self._on_notified,
@@ -115,22 +121,6 @@ def test_an_instant_request_starts_an_instant_and_answers_through_the_tasks_gate
     # every task's bootstrap is in: the services clean failed writes if their policy says so
     assert served.services.calls[0] == ("clean_after_bootstrap", (ME, []))
     assert set(served.h.named) == {ME}  # the mailbox and the instant-request executor
-
-
-def test_the_commit_guard_fails_the_job_once_its_wait_times_out():
-    """Blocking mode: a request for the next checkpoint is refused while the previous instant
-    holds events; after ``write.commit.ack.timeout`` of refusals the coordinator fails the job
-    with Hudi's ``CommitGuard`` message."""
-    served = Served(mode="blocking", commit_ack_timeout_ms=1000)
-    instant = served.instant()
-    served.send(EventMessage(1, WriteMetadataEvent(0, instant, -1, (), True, 0)))
-    for _ in range(2):  # refused at t and t + 600 ms: the job still runs
-        served.send(InstantRequest(1, 0, 0), run_ms=600)
-        assert served.answers[-1].instant is None and served.h.control.failures == []
-    served.send(InstantRequest(1, 0, 0), run_ms=600)  # t + 1200 ms
-    (failure,) = served.h.control.failures
-    assert f"Timeout(1000ms) while waiting for instants [{instant}] to commit" in failure[1]
-    assert served.h.control.failed_tasks == [None]  # the whole job, not a task's region
 
 
 def test_a_request_of_an_earlier_attempt_is_dropped_its_events_are_handled():
