@@ -339,9 +339,9 @@ class WriteCoordinator:
 
     def handle_bootstrap(self, event: BootstrapEvent) -> Steps[list[CommitResult]]:
         """Hudi's ``handleBootstrapEvent``: a task restarted at attempt > 0 clears its slots at
-        and after its restored checkpoint (an empty bootstrap); re-sent events are filed under their checkpoint ids, and
-        a buffer whose every slot holds one is re-committed now (otherwise a later notification
-        commits it)."""
+        and after its restored checkpoint (an empty bootstrap); re-sent events are filed under
+        their checkpoint ids, and a buffer whose every slot holds one is re-committed now
+        (otherwise a later notification commits it)."""
         self._check_task(event.task_id)
         if self.mode == "minibatch":
             if not self._minibatch.active:

@@ -3,10 +3,11 @@
 The task buffers records per bucket (Arrow batches, never per-record objects;
 :mod:`models.flink.write_buffer`), flushes a bucket that outgrows ``write.batch.size`` or the
 largest one when its memory pool runs out (an eager flush, one bucket) and every bucket when a
-checkpoint starts, and before each flush asks the coordinator for an instant, sending the **last checkpoint id it has snapshotted** (-1 before the first; the
-restored id after a restore). docs/protocol.md section 6: data flushed while snapshotting checkpoint
-``n`` carries ``n - 1`` and is committed by the notification for ``n``; an eager flush between
-``n`` and ``n + 1`` carries ``n`` as well.
+checkpoint starts, and before each flush asks the coordinator for an instant, sending the **last
+checkpoint id it has snapshotted** (-1 before the first; the restored id after a restore).
+docs/protocol.md section 6: data flushed while snapshotting checkpoint ``n`` carries ``n - 1``
+and is committed by the notification for ``n``; an eager flush between ``n`` and ``n + 1``
+carries ``n`` as well.
 
 State (what Flink persists for the task at checkpoint ``i``): the write-metadata events the task
 sent for the data that checkpoint ``i`` covers, i.e. every event carrying ``i - 1``. The order is
@@ -288,7 +289,8 @@ def write_records(
 
     ``log_versions`` is the task's memory of log versions it wrote per (partition, file id,
     instant): a second flush into the same file group and instant writes the next version instead
-    of listing the partition (append mode: a new file group, counted the same way). ``base_instants`` (variant ``base_instant`` only) maps file groups to
+    of listing the partition (append mode: a new file group, counted the same way).
+    ``base_instants`` (variant ``base_instant`` only) maps file groups to
     the base instant of their latest slice as the task saw it when the write started.
     ``handles`` (COPY_ON_WRITE upserts) is the task's memory of the base file it wrote last per
     file id since its last checkpoint (Hudi's ``bucketToHandles``): a later flush of the file id

@@ -4,10 +4,10 @@ The decisions are :class:`models.flink.coordinator.WriteCoordinator`'s; this pro
 ``OperatorCoordinatorHolder`` around it: one mailbox, one message at a time (Hudi's
 ``NonThrownExecutor``). Instant requests go to an executor of their own (Hudi 1.1's
 ``instantRequestExecutor``, :mod:`sim.flink.instant_requests`), everything else to the mailbox
-(``NonThrownExecutor`` "meta-event-handle"). It outlives a task (region) failover and a global failover with its
-write coordinator and mailbox (Flink keeps the coordinator object; a global failover resets it to
-the checkpoint, ``resetToCheckpoint``); a JobManager failover or a rescale builds a new one, reset
-and started. Each attempt runs its process anew, which first does what the restart path asks
+(``NonThrownExecutor`` "meta-event-handle"). It outlives a task (region) failover and a global
+failover with its write coordinator and mailbox (Flink keeps the coordinator object; a global
+failover resets it to the checkpoint, ``resetToCheckpoint``); a JobManager failover or a rescale
+builds a new one, reset and started. Each attempt runs its process anew, which first does what the restart path asks
 (:data:`RESTART_STEPS`), then serves:
 
 - instant requests from the write tasks (``handleInstantRequest``; a new instant starts its
