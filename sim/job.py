@@ -106,6 +106,7 @@ class Job(JobRoles):
         self._operator: OperatorCoordinator | None = None
         self._attempt: Attempt | None = None
         self._channels: list[Channel] = []
+        self._to_jm: list[Channel] = []  # the tasks' channels to the job manager of this attempt
         self._notify: Channel | None = None
         context.services.register_writer(self.process_name("coordinator"), self._live_instants)
 
@@ -174,6 +175,7 @@ class Job(JobRoles):
             fifo=False,
         )
         self._channels, self._notify = [*to_jm, *to_task, notify], notify
+        self._to_jm = to_jm
         acks = PendingAcks(attempt, self.parallelism)
         tasks = [
             self._write_function(
@@ -262,16 +264,20 @@ class Job(JobRoles):
 
     def _check_drained(self) -> None:
         """Drained: everything the source emitted, up to the end of input, is covered by a
-        completed checkpoint whose data the coordinator has committed (no pending instant with
-        data)."""
+        completed checkpoint whose data the coordinator has committed: no pending instant with
+        data, and no task event on its way (in a task's channel or waiting in the coordinator's
+        mailbox), which would add data to an instant after this check. Checked after every
+        notification, so a job with events in flight is checked again at the next one."""
         end = self.position.end
         if end is None or self.drained.triggered or self.failing:
             return
         if self.completed is None or self.completed.source_offset != end:
             return
-        coordinator = self.coordinator
-        assert coordinator is not None
+        coordinator, operator = self.coordinator, self._operator
+        assert coordinator is not None and operator is not None
         if any(b.write_stats for b in coordinator.buffers.values()) or coordinator.bootstrapping:
+            return
+        if any(channel.in_flight for channel in self._to_jm) or operator.holds_task_events():
             return
         self.history.info(self.name, "drained", {"source_offset": self.position.offset})
         self.drained.succeed()

@@ -209,6 +209,11 @@ class OperatorCoordinator:
         own_executor = isinstance(message, InstantRequest) and self.coordinator.mode != "minibatch"
         (self.requests.queue if own_executor else self.mailbox).put(message)
 
+    def holds_task_events(self) -> bool:
+        """Whether a task's write metadata or bootstrap event waits in the mailbox (received
+        but not handled yet: the coordinator is busy, e.g. committing)."""
+        return any(isinstance(m, (EventMessage, BootstrapMessage)) for m in self.mailbox.items)
+
     def checkpoint_coordinator(self, checkpoint_id: int) -> simpy.Event:
         """Ask for a snapshot of the coordinator's state for ``checkpoint_id``; the event
         succeeds with it (Flink's ``OperatorCoordinator#checkpointCoordinator``)."""
