@@ -288,10 +288,12 @@ class TableServices:
         writers where this instant only appended logs). The check keeps them for the whole run,
         across failovers (take one check per job, once): a restarted coordinator re-commits
         restored instants before anything newer, and telling its own commits from other
-        writers' is what apache/hudi#19024 asks of the restarted Flink writer."""
+        writers' is what apache/hudi#19024 asks of the restarted Flink writer. Every job writes
+        through the bucket index, so conflicts are found by bucket, as the Flink sink's
+        ``OptionsResolver#getConflictResolutionStrategy`` chooses for it."""
         if concurrency_mode != "occ":
             return None
-        return concurrency.precommit_check(self.table)
+        return concurrency.precommit_check(self.table, by_bucket=True)
 
 
 @dataclass(frozen=True)

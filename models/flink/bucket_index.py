@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from models.format.records import bucket_of
 from models.table_errors import HoodieException
 
 PENDING_FILE_IDS = ("ignored", "adopted")
@@ -37,11 +38,6 @@ NBCC_SUFFIX = "-0000-0000-0000-000000000000-0"
 class DuplicateFileIdError(HoodieException, RuntimeError):
     """A bucket of a partition has two file ids in the committed view (Hudi's RuntimeException
     in ``bootstrapIndexIfNeed``: the task fails)."""
-
-
-def bucket_of(file_id: str) -> int:
-    """The bucket a file id belongs to (``BucketIdentifier#bucketIdFromFileId``)."""
-    return int(file_id[:8])
 
 
 def nbcc_file_id(bucket: int) -> str:

@@ -254,6 +254,12 @@ def _block(source: RecordSource, index: int) -> pa.Table:
     return source._records(index * BLOCK_RECORDS, (index + 1) * BLOCK_RECORDS)
 
 
+def bucket_of(file_id: str) -> int:
+    """The bucket a bucket-index file id belongs to: its first 8 characters, the zero-padded
+    bucket number (Hudi's ``BucketIdentifier#bucketIdFromFileId``)."""
+    return int(file_id[:8])
+
+
 def bucket_ids(keys: pa.ChunkedArray | pa.Array, buckets: int) -> np.ndarray:
     """Hudi's simple bucket index: a fixed hash of the record key modulo the bucket count.
 

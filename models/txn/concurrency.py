@@ -16,6 +16,11 @@ IfAny``), and how this module models it:
 * **Touched file groups** of a candidate: the (partition, file id) of its write stats, plus for a
   replacecommit the file groups it replaced (``ConcurrentOperation.getMutatedPartitionAndFileIds``);
   a compaction's are read from its plan as well. Conflict = non-empty intersection (``hasConflict``).
+* **Bucket index** (``by_bucket``): the Flink sink with the bucket index resolves conflicts with
+  ``BucketIndexConcurrentFileWritesConflictResolutionStrategy`` (``OptionsResolver#
+  getConflictResolutionStrategy``), which compares (partition, bucket id) instead of (partition,
+  file id): two writers that each minted a new file id for one bucket (a random UUID prefix
+  outside NBCC) wrote the same bucket, and only one may commit.
 * **Compactions** (``resolveConflict``): a compaction never aborts a write that started after the
   compaction was scheduled, and for table version 8+ a MERGE_ON_READ table leaves completed
   compactions out of the candidates altogether: completion-time slicing puts a log that completes
@@ -63,10 +68,12 @@ lock hold (e.g. as the writer's pre-commit hook) so no instant can complete in b
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from models.format.commit_metadata import WriteStat
 from models.format.compaction_plan import read_compaction_plan
+from models.format.records import bucket_of
 from models.table_errors import HoodieException
 from models.timeline.active import Timeline
 from models.timeline.instant import Instant, State
@@ -112,6 +119,14 @@ def appended_file_groups(stats: Iterable[WriteStat]) -> set[FileGroupId]:
     return logs - touched_file_groups(s for s in stats if not s.is_log_write)
 
 
+def conflict_keys(groups: Iterable[FileGroupId], by_bucket: bool) -> set[tuple[str, str]]:
+    """What two writes are compared on: (partition, file id), or (partition, bucket id) with
+    the bucket index (``BucketIdentifier#partitionBucketIdStr``)."""
+    if not by_bucket:
+        return set(groups)
+    return {(p, f"{bucket_of(f):08d}") for p, f in groups}
+
+
 def _compaction_plan_groups(table: HudiTable, instant: Instant) -> set[FileGroupId] | None:
     """File groups of ``instant``'s compaction plan; None if it was no compaction."""
     requested = Instant(instant.requested_time, State.REQUESTED, "compaction")
@@ -137,6 +152,15 @@ def _compaction_is_harmless(table: HudiTable, compaction: Instant, start: str) -
     return table.config.version >= 8 or compaction.requested_time < start
 
 
+@dataclass(frozen=True)
+class _Own:
+    """The writer's own earlier instants (``predecessors``) and the file groups this instant
+    only appended to (``appended``), where those do not conflict."""
+
+    predecessors: Collection[str]
+    appended: Collection[FileGroupId]
+
+
 def find_conflicts(
     timeline: Timeline,
     table: HudiTable,
@@ -146,20 +170,18 @@ def find_conflicts(
     compaction_rule: str = "hudi",
     predecessors: Collection[str] = (),
     appended: Collection[FileGroupId] = (),
+    by_bucket: bool = False,
 ) -> list[Instant]:
     """Completed instants that conflict with ``instant`` writing ``touched``, by completion time.
 
     ``timeline`` is the timeline seen at commit time (load it under the lock). ``predecessors``:
     requested times of the instants the same writer committed before this one; they do not
     conflict in the file groups of ``appended`` (those ``instant`` only appended logs to; see the
-    module docstring).
+    module docstring). ``by_bucket``: compare buckets, not file ids (:func:`conflict_keys`).
     """
-    return [
-        other
-        for other, _ in _conflicts(
-            timeline, table, instant, touched, compaction_rule, predecessors, appended
-        )
-    ]
+    own = _Own(predecessors, appended)
+    found = _conflicts(timeline, table, instant, touched, compaction_rule, own, by_bucket)
+    return [other for other, _ in found]
 
 
 def _conflicts(
@@ -168,17 +190,17 @@ def _conflicts(
     instant: Instant,
     touched: set[FileGroupId],
     compaction_rule: str,
-    predecessors: Collection[str],
-    appended: Collection[FileGroupId],
+    own: _Own,
+    by_bucket: bool,
 ) -> list[tuple[Instant, set[FileGroupId]]]:
-    """(conflicting instant, the file groups it conflicts in), by completion time."""
+    """(conflicting instant, the file groups of ``touched`` it conflicts in), by completion
+    time."""
     if compaction_rule not in COMPACTION_RULES:
         raise ValueError(
             f"unknown compaction_rule {compaction_rule!r}; allowed: {', '.join(COMPACTION_RULES)}"
         )
-    wanted = set(touched)
-    own = set(predecessors)
-    rewritten = wanted - set(appended)  # where an own predecessor still matters
+    wanted = conflict_keys(touched, by_bucket)
+    rewritten = wanted - conflict_keys(own.appended, by_bucket)  # where an own one matters
     start = instant.requested_time
     conflicts = []
     for other in timeline.by_completion_time():
@@ -193,9 +215,12 @@ def _conflicts(
             and _compaction_is_harmless(table, other, start)
         ):
             continue
-        overlap = groups & (rewritten if other.requested_time in own else wanted)
+        mine = rewritten if other.requested_time in own.predecessors else wanted
+        overlap = conflict_keys(groups, by_bucket) & mine
         if overlap:
-            conflicts.append((other, overlap))
+            conflicts.append(
+                (other, {g for g in touched if conflict_keys([g], by_bucket) & overlap})
+            )
     return conflicts
 
 
@@ -208,21 +233,24 @@ def ensure_no_conflict(
     compaction_rule: str = "hudi",
     predecessors: Collection[str] = (),
     appended: Collection[FileGroupId] = (),
+    by_bucket: bool = False,
 ) -> None:
     """Raise :class:`ConcurrentWriteConflict` for the first conflicting instant, if any."""
-    found = _conflicts(timeline, table, instant, touched, compaction_rule, predecessors, appended)
+    own = _Own(predecessors, appended)
+    found = _conflicts(timeline, table, instant, touched, compaction_rule, own, by_bucket)
     if found:
         other, overlap = found[0]
         raise ConcurrentWriteConflict(instant, other, overlap)
 
 
 def precommit_check(
-    table: HudiTable, own: set[str] | None = None
+    table: HudiTable, own: set[str] | None = None, *, by_bucket: bool = False
 ) -> Callable[[Instant, tuple[WriteStat, ...]], None]:
     """One write client's OCC check, run under the commit lock right before an instant completes
     (``BaseHoodieWriteClient.preCommit`` -> ``resolveWriteConflict``): raises
     :class:`ConcurrentWriteConflict`, else adds the instant to ``own``, the client's instants
-    that passed the check before (its predecessors, see the module docstring)."""
+    that passed the check before (its predecessors, see the module docstring). ``by_bucket``:
+    the bucket index's strategy (:func:`conflict_keys`)."""
     mine = own if own is not None else set()
 
     def check(instant: Instant, stats: tuple[WriteStat, ...]) -> None:
@@ -233,6 +261,7 @@ def precommit_check(
             touched_file_groups(stats),
             predecessors=mine,
             appended=appended_file_groups(stats),
+            by_bucket=by_bucket,
         )
         mine.add(instant.requested_time)
 

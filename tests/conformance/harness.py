@@ -427,8 +427,11 @@ class CoordinatorDriver:
         )
 
     def _occ_check(self) -> Callable[[Instant, tuple[WriteStat, ...]], None]:
-        """``sim/table_services.py``'s ``precommit_hook``: the OCC check under the commit lock."""
-        return concurrency.precommit_check(self.base.table, self.own_commits)
+        """``sim/table_services.py``'s ``precommit_hook``: the OCC check under the commit lock,
+        by bucket with the bucket index (``OptionsResolver#getConflictResolutionStrategy``)."""
+        return concurrency.precommit_check(
+            self.base.table, self.own_commits, by_bucket=self.conf.bucket_index
+        )
 
     # --- Hudi's context ---------------------------------------------------------------------------
 

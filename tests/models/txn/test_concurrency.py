@@ -14,6 +14,7 @@ from models.timeline.truetime import make_time_generator
 from models.txn.concurrency import (
     ConcurrentWriteConflict,
     appended_file_groups,
+    conflict_keys,
     ensure_no_conflict,
     find_conflicts,
     mutated_file_groups,
@@ -239,3 +240,38 @@ def test_a_foreign_commit_between_own_instants_still_conflicts():
         ensure_no_conflict(w.table.timeline(), w.table, ours, touched_file_groups(stats), **own)
     assert caught.value.other == their_done
     assert caught.value.file_groups == (("p=1", FG_B),)
+
+
+BUCKET_3_OURS = "00000003-1111-4000-8000-000000000001-0"
+BUCKET_3_THEIRS = "00000003-2222-4000-8000-000000000002-0"
+BUCKET_4 = "00000004-2222-4000-8000-000000000003-0"
+
+
+def test_with_the_bucket_index_two_file_ids_of_one_bucket_conflict():
+    """HUDI-5682 (BucketIndexConcurrentFileWritesConflictResolutionStrategy): two writers each
+    minted a file id for bucket 3; by file id they are disjoint, by bucket they conflict."""
+    w = Writers()
+    ours = w.start()
+    stats = [w.write(ours, BUCKET_3_OURS)]
+    theirs = w.write_and_commit(BUCKET_3_THEIRS)
+    assert w.conflicts(ours, stats) == []
+    assert w.conflicts(ours, stats, by_bucket=True) == [theirs]
+    with pytest.raises(ConcurrentWriteConflict) as caught:
+        ensure_no_conflict(
+            w.table.timeline(), w.table, ours, touched_file_groups(stats), by_bucket=True
+        )
+    assert caught.value.file_groups == (("p=1", BUCKET_3_OURS),)  # ours, named in the error
+
+
+def test_with_the_bucket_index_other_buckets_do_not_conflict():
+    w = Writers()
+    ours = w.start()
+    stats = [w.write(ours, BUCKET_3_OURS)]
+    w.write_and_commit(BUCKET_4)
+    assert w.conflicts(ours, stats, by_bucket=True) == []
+
+
+def test_conflict_keys_are_partition_and_bucket_with_the_bucket_index():
+    groups = {("p=1", BUCKET_3_OURS), ("p=1", BUCKET_3_THEIRS), ("p=2", BUCKET_3_OURS)}
+    assert conflict_keys(groups, by_bucket=False) == groups
+    assert conflict_keys(groups, by_bucket=True) == {("p=1", "00000003"), ("p=2", "00000003")}
