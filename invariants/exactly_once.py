@@ -23,7 +23,10 @@ commits do not count) carry the ``job`` and ``offset`` they were emitted with
   wrote it, and if no completed instant holds it the record is lost. A batch is all covered or all
   uncovered (a barrier takes exactly the offsets below its checkpoint), so a covered winner never
   loses its batch to an uncovered version. Winners are taken per job: another job's newer version
-  may hide the record in the snapshot, but the job's own commit must still exist.
+  may hide the record in the snapshot, but the job's own commit must still exist, unless
+  another job's committed version of the key has a greater ordering value (event-time
+  ordering): a copy-on-write merge into a file group that holds it keeps it and never writes
+  the incoming one.
 * **Beyond coverage**: a committed offset at or above what the last completed checkpoint covered
   was never accepted by Flink (its checkpoint failed and nothing restored it).
 """
@@ -40,10 +43,10 @@ import pyarrow.compute as pc
 from invariants.committed import load_committed
 from invariants.committed_rows import DELETED
 from invariants.instant_events import events_of, instant_events
-from invariants.ledger import JobLedger, build_ledger
+from invariants.ledger import NEVER_COMMITTED, JobLedger, build_ledger
 from invariants.verdict import Verdict, Violation
 from models.format.properties import COMMIT_TIME_ORDERING
-from models.format.records import ORDERING_FIELD, RECORD_KEY_FIELD
+from models.format.records import ORDERING_FIELD, PARTITION_FIELD, RECORD_KEY_FIELD
 from models.history import Event
 from models.view.table import HudiTable
 
@@ -82,7 +85,8 @@ def check_exactly_once(events: Sequence[Event], table: HudiTable) -> Verdict:
     for j in ledger.jobs:
         mine = job == j.source.job_index
         offsets = offset[mine]
-        violations += _lost(j, offsets, ledger.merge_mode)
+        others = rows.table.take(pa.array(index[~mine]))
+        violations += _lost(j, offsets, ledger.merge_mode, others)
         violations += _beyond(j, offsets, instant[mine], by_instant)
     unknown = sorted(set(np.unique(job).tolist()) - set(names))
     if unknown:
@@ -169,11 +173,40 @@ def required_offsets(job: JobLedger, merge_mode: str) -> np.ndarray:
     return np.sort(winners.to_numpy(zero_copy_only=False).astype(np.int64))
 
 
-def _lost(job: JobLedger, offsets: np.ndarray, merge_mode: str) -> list[Violation]:
+def outranked(job: JobLedger, missing: np.ndarray, others: pa.Table) -> np.ndarray:
+    """Which of ``job``'s ``missing`` winners (offsets) were committed by the history (a commit
+    of the job holds their checkpoint's data: :meth:`JobLedger.commit_positions`) and are
+    outranked by another job's committed version of the same key under event-time ordering: a
+    strictly greater ordering value (the incoming record wins ties). A copy-on-write merge into
+    a file group holding that version keeps it and never writes this one (Hudi's
+    ``DefaultHoodieRecordPayload#needUpdatingPersistedRecord``)."""
+    if not len(missing) or others.num_rows == 0:
+        return np.zeros(len(missing), bool)
+    committed = missing[job.commit_positions(missing) != NEVER_COMMITTED]
+    if not len(committed):
+        return np.zeros(len(missing), bool)
+    missing_all, missing = missing, committed
+    ids = [PARTITION_FIELD, RECORD_KEY_FIELD]
+    best = others.group_by(ids).aggregate([(ORDERING_FIELD, "max")])
+    lo, hi = int(missing.min()), int(missing.max()) + 1
+    batch = job.source.batch(lo, hi)
+    wanted = batch.filter(pc.is_in(batch.column("offset"), pa.array(missing)))
+    joined = wanted.select([*ids, ORDERING_FIELD, "offset"]).join(best, ids, join_type="inner")
+    beaten = joined.filter(
+        pc.greater(joined.column(f"{ORDERING_FIELD}_max"), joined.column(ORDERING_FIELD))
+    )
+    return np.isin(missing_all, beaten.column("offset").to_numpy(zero_copy_only=False))
+
+
+def _lost(
+    job: JobLedger, offsets: np.ndarray, merge_mode: str, others: pa.Table
+) -> list[Violation]:
     required = required_offsets(job, merge_mode)
     # setdiff1d would sort every committed offset; a membership test of the required ones is
     # enough (same answer: the sorted distinct required offsets that are not committed)
     missing = np.unique(required[np.isin(required, offsets, invert=True)])
+    if job.source.operation != "insert" and merge_mode != COMMIT_TIME_ORDERING:
+        missing = missing[~outranked(job, missing, others)]
     if not len(missing):
         return []
     what = (

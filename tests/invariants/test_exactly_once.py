@@ -8,11 +8,13 @@ inserts and upserts after failed checkpoints (at-least-once), and HUDI-9570's lo
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from invariants.exactly_once import check_exactly_once, required_offsets
+from invariants.committed import load_committed
+from invariants.exactly_once import check_exactly_once, outranked, required_offsets
 from invariants.ledger import build_ledger
 from models.format.properties import COPY_ON_WRITE
 from tests.invariants.test_committed import SimTable
@@ -205,3 +207,48 @@ def test_unpersisted_write_metadata_loses_records():
     kept = cached_run(scenario_toml(seed=2, faults=faults, protocol={"persist_write_meta": True}))
     verdict = check_exactly_once(kept.history.events, kept.table)
     assert verdict.ok, whys(verdict)
+
+
+COW_OCC_JOB = {
+    "writers": 2,
+    "instant_generation": "blocking",
+    "records_per_s": 500,
+    "key_space": 1000,
+    "concurrency": "occ",
+}
+
+
+def test_a_version_outranked_by_another_jobs_committed_one_is_not_lost():
+    """Two COPY_ON_WRITE jobs share file groups (ingest_b's job manager restarts after
+    ingest_a's first commit, so its writers load ingest_a's file ids). ingest_b's merge keeps
+    ingest_a's version where its ordering value is greater and never writes its own: no loss.
+    ingest_a's own last checkpoint, never committed (a conflict restarts it forever), is."""
+    jobs = (
+        {**COW_OCC_JOB, "name": "ingest_a", "checkpoint_interval_s": 5},
+        {**COW_OCC_JOB, "name": "ingest_b", "checkpoint_interval_s": 7},
+    )
+    crash = {"at_s": 6, "kind": "crash", "target": "ingest_b/coordinator"}
+    outcome = cached_run(
+        scenario_toml(
+            seed=18,
+            duration_s=60,
+            jobs=jobs,
+            table={"type": "COPY_ON_WRITE", "partitions": 1, "buckets_per_partition": 4},
+            faults={"schedule": [crash]},
+        )
+    )
+    events = outcome.history.events
+    first_a = next(e for e in events if e.f == "commit" and e.type == "ok")
+    restart_b = [e for e in events if e.f == "start" and e.process == "ingest_b"][1]
+    assert first_a.process == "ingest_a/coordinator" and first_a.index < restart_b.index
+    (violation,) = check_exactly_once(events, outcome.table).violations
+    assert "that job ingest_a's completed checkpoints covered" in violation.why
+    ledger = build_ledger(events)
+    job_b = ledger.jobs[1]
+    rows = load_committed(outcome.table).rows.table
+    committed_b = pc.equal(rows.column("job"), 1)
+    offsets_b = rows.filter(committed_b).column("offset").to_numpy()
+    required = required_offsets(job_b, ledger.merge_mode)
+    missing = required[~np.isin(required, offsets_b)]
+    assert len(missing) > 0  # ingest_b's winners its merges never wrote...
+    assert outranked(job_b, missing, rows.filter(pc.invert(committed_b))).all()  # ...outranked
