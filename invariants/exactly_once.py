@@ -17,16 +17,20 @@ commits do not count) carry the ``job`` and ``offset`` they were emitted with
 * **Loss**: inserts (keys unique per offset): every covered offset must be committed. Upserts:
   a write task pre-combines its buffer per key before flushing (docs/protocol.md section 5), so a
   version superseded within one batch is legitimately never written and cannot be required. What
-  can be required is, per (job, key), the version that wins among all the covered versions of
-  that job by the table's merge rule (greatest (ordering value, offset) for event-time ordering,
-  greatest offset for commit-time ordering): it wins in whichever batch it lands in, so some flush
-  wrote it, and if no completed instant holds it the record is lost. A batch is all covered or all
-  uncovered (a barrier takes exactly the offsets below its checkpoint), so a covered winner never
-  loses its batch to an uncovered version. Winners are taken per job: another job's newer version
-  may hide the record in the snapshot, but the job's own commit must still exist, unless
-  another job's committed version of the key has a greater ordering value (event-time
-  ordering): a copy-on-write merge into a file group that holds it keeps it and never writes
-  the incoming one.
+  can be required is, per (job, key) and per completed checkpoint, the version that wins among
+  the job's versions in that checkpoint's span (the offsets its barrier added to the previous
+  one's: the data one instant commits) by the table's merge rule (greatest (ordering value,
+  offset) for event-time ordering, greatest offset for commit-time ordering): it wins in
+  whichever flush batch of the span it lands in, so some flush wrote it, and if no completed
+  instant holds it that checkpoint's commit lost it, even when a later checkpoint's version
+  hides the loss in the snapshot. A batch is all covered or all uncovered (a barrier takes
+  exactly the offsets below its checkpoint), so a covered winner never loses its batch to an
+  uncovered version. Winners are taken per job: another job's newer version may hide the record
+  in the snapshot, but the job's own commit must still exist. One exception, copy-on-write with
+  event-time ordering: a merge into a file group holding a version with a greater ordering
+  value (another job's, or an earlier one of this job) keeps it and never writes the incoming
+  one, so a winner whose checkpoint the history shows committed is not required when such a
+  committed version exists.
 * **Beyond coverage**: a committed offset at or above what the last completed checkpoint covered
   was never accepted by Flink (its checkpoint failed and nothing restored it).
 """
@@ -55,6 +59,7 @@ MAX_VIOLATIONS = 8
 """Duplicate violations are grouped by the instants involved; beyond this many groups one more
 violation summarizes the rest."""
 _OFFSET_BITS = 40
+_SPAN = "_span"
 
 
 def check_exactly_once(events: Sequence[Event], table: HudiTable) -> Verdict:
@@ -81,12 +86,13 @@ def check_exactly_once(events: Sequence[Event], table: HudiTable) -> Verdict:
     instant = rows.instant[index]
     by_instant = instant_events(events)
     names = {j.source.job_index: j.name for j in ledger.jobs}
+    cow = ledger.setup["table"]["type"] == "COPY_ON_WRITE"
     violations = _duplicates(job, offset, instant, names, by_instant)
     for j in ledger.jobs:
         mine = job == j.source.job_index
         offsets = offset[mine]
-        others = rows.table.take(pa.array(index[~mine]))
-        violations += _lost(j, offsets, ledger.merge_mode, others)
+        committed = rows.table.take(pa.array(index)) if cow else None
+        violations += _lost(j, offsets, ledger.merge_mode, committed)
         violations += _beyond(j, offsets, instant[mine], by_instant)
     unknown = sorted(set(np.unique(job).tolist()) - set(names))
     if unknown:
@@ -155,58 +161,70 @@ def _duplicates(
 
 
 def required_offsets(job: JobLedger, merge_mode: str) -> np.ndarray:
-    """The covered offsets of ``job`` that must be committed (see the module docstring)."""
+    """The covered offsets of ``job`` that must be committed (see the module docstring): every
+    insert; for upserts, each key's winner within each completed checkpoint's span."""
     if job.source.operation == "insert":
         return np.arange(job.covered, dtype=np.int64)
     covered = job.source.batch(0, job.covered)
     if covered.num_rows == 0:
         return np.zeros(0, np.int64)
-    order = [(RECORD_KEY_FIELD, "ascending")]
+    offsets = covered.column("offset").to_numpy(zero_copy_only=False)
+    covered = covered.append_column(_SPAN, pa.array(job.checkpoint_spans(offsets)))
+    order = [(_SPAN, "ascending"), (RECORD_KEY_FIELD, "ascending")]
     if merge_mode != COMMIT_TIME_ORDERING:
         order.append((ORDERING_FIELD, "descending"))
     order.append(("offset", "descending"))
     ranked = covered.take(pc.sort_indices(covered, order))
     keys = ranked.column(RECORD_KEY_FIELD).to_numpy(zero_copy_only=False)
+    spans = ranked.column(_SPAN).to_numpy(zero_copy_only=False)
     first = np.ones(len(keys), bool)
-    first[1:] = keys[1:] != keys[:-1]
+    first[1:] = (keys[1:] != keys[:-1]) | (spans[1:] != spans[:-1])
     winners = ranked.column("offset").filter(pa.array(first))
     return np.sort(winners.to_numpy(zero_copy_only=False).astype(np.int64))
 
 
-def outranked(job: JobLedger, missing: np.ndarray, others: pa.Table) -> np.ndarray:
-    """Which of ``job``'s ``missing`` winners (offsets) were committed by the history (a commit
-    of the job holds their checkpoint's data: :meth:`JobLedger.commit_positions`) and are
-    outranked by another job's committed version of the same key under event-time ordering: a
-    strictly greater ordering value (the incoming record wins ties). A copy-on-write merge into
-    a file group holding that version keeps it and never writes this one (Hudi's
+def outranked(job: JobLedger, missing: np.ndarray, committed: pa.Table) -> np.ndarray:
+    """Which of ``job``'s ``missing`` winners (offsets) a copy-on-write merge legitimately never
+    wrote: the history has their checkpoint's data committed (:meth:`JobLedger.
+    commit_positions`), and a committed version of the same key that the merge could have read,
+    another job's or an earlier one of this job, has a strictly greater ordering value (the
+    incoming record wins ties). The merge keeps that version (Hudi's
     ``DefaultHoodieRecordPayload#needUpdatingPersistedRecord``)."""
-    if not len(missing) or others.num_rows == 0:
-        return np.zeros(len(missing), bool)
-    committed = missing[job.commit_positions(missing) != NEVER_COMMITTED]
-    if not len(committed):
-        return np.zeros(len(missing), bool)
-    missing_all, missing = missing, committed
-    ids = [PARTITION_FIELD, RECORD_KEY_FIELD]
-    best = others.group_by(ids).aggregate([(ORDERING_FIELD, "max")])
-    lo, hi = int(missing.min()), int(missing.max()) + 1
+    out = np.zeros(len(missing), bool)
+    candidates = missing[job.commit_positions(missing) != NEVER_COMMITTED]
+    if not len(candidates) or committed.num_rows == 0:
+        return out
+    lo, hi = int(candidates.min()), int(candidates.max()) + 1
     batch = job.source.batch(lo, hi)
-    wanted = batch.filter(pc.is_in(batch.column("offset"), pa.array(missing)))
-    joined = wanted.select([*ids, ORDERING_FIELD, "offset"]).join(best, ids, join_type="inner")
-    beaten = joined.filter(
-        pc.greater(joined.column(f"{ORDERING_FIELD}_max"), joined.column(ORDERING_FIELD))
+    wanted = batch.filter(pc.is_in(batch.column("offset"), pa.array(candidates)))
+    ids = [PARTITION_FIELD, RECORD_KEY_FIELD]
+    mine = wanted.select([*ids, ORDERING_FIELD, "offset"])
+    theirs = committed.select([*ids, ORDERING_FIELD, "offset", "job"]).rename_columns(
+        [*ids, "their_ts", "their_offset", "their_job"]
     )
-    return np.isin(missing_all, beaten.column("offset").to_numpy(zero_copy_only=False))
+    pairs = mine.join(theirs, ids, join_type="inner")
+    readable = pc.or_(
+        pc.not_equal(pairs.column("their_job"), job.source.job_index),
+        pc.less(pairs.column("their_offset"), pairs.column("offset")),
+    )
+    beaten = pairs.filter(
+        pc.and_(readable, pc.greater(pairs.column("their_ts"), pairs.column(ORDERING_FIELD)))
+    )
+    return np.isin(missing, beaten.column("offset").to_numpy(zero_copy_only=False))
 
 
 def _lost(
-    job: JobLedger, offsets: np.ndarray, merge_mode: str, others: pa.Table
+    job: JobLedger, offsets: np.ndarray, merge_mode: str, committed: pa.Table | None
 ) -> list[Violation]:
+    """``committed``: the live committed rows of a copy-on-write table (None otherwise), for
+    :func:`outranked`."""
     required = required_offsets(job, merge_mode)
     # setdiff1d would sort every committed offset; a membership test of the required ones is
     # enough (same answer: the sorted distinct required offsets that are not committed)
     missing = np.unique(required[np.isin(required, offsets, invert=True)])
-    if job.source.operation != "insert" and merge_mode != COMMIT_TIME_ORDERING:
-        missing = missing[~outranked(job, missing, others)]
+    merged_away = job.source.operation != "insert" and merge_mode != COMMIT_TIME_ORDERING
+    if committed is not None and merged_away:
+        missing = missing[~outranked(job, missing, committed)]
     if not len(missing):
         return []
     what = (

@@ -53,6 +53,14 @@ class JobLedger:
     completions: tuple[tuple[str, str], ...] = ()
     """(instant, completion time) of every commit of this job, in history order."""
 
+    def checkpoint_spans(self, offsets: np.ndarray) -> np.ndarray:
+        """For each offset, the index of the completed-checkpoint span holding it: span ``i`` is
+        the offsets from the ``i``-th completed checkpoint's source offset (0 for ``i = 0``) up
+        to the next one's, the data one barrier hands to one instant (see
+        :meth:`commit_positions`)."""
+        starts = np.array([0, *(o for _, o in sorted(dict(self.checkpoints).items()))], np.int64)
+        return np.searchsorted(starts, np.asarray(offsets, np.int64), side="right") - 1
+
     def commit_positions(self, offsets: np.ndarray) -> np.ndarray:
         """For each offset, the completion time (as an integer) of the last commit of this job
         that holds it; :data:`NEVER_COMMITTED` where no recorded commit does.
@@ -73,9 +81,7 @@ class JobLedger:
         ``minibatch`` instants span checkpoints and the data carrying one id may be split over
         two consecutive instants of the job: the later one is taken, an upper bound that is
         exact unless another job's commit completes between those two."""
-        completed = sorted(dict(self.checkpoints).items())
-        ids = [-1] + [c for c, _ in completed]
-        starts = np.array([0] + [o for _, o in completed], np.int64)
+        ids = [-1] + [c for c, _ in sorted(dict(self.checkpoints).items())]
         completion = dict(self.completions)
         latest: dict[int, int] = {}
         for checkpoint, instant in self.carried:
@@ -83,8 +89,7 @@ class JobLedger:
             if done is not None:
                 latest[checkpoint] = max(latest.get(checkpoint, 0), int(done))
         at = np.array([latest.get(c, NEVER_COMMITTED) for c in ids], np.int64)
-        index = np.searchsorted(starts, np.asarray(offsets, np.int64), side="right") - 1
-        return at[np.maximum(index, 0)]
+        return at[np.maximum(self.checkpoint_spans(offsets), 0)]
 
 
 @dataclass(frozen=True)
