@@ -13,9 +13,9 @@ Two comparisons:
   write instants completed by then (their commit metadata lists the files; the records are merged
   per key by the table's merge mode with the checkers' own code, :mod:`invariants.merging`, never
   the reader's). A read costs a snapshot each, so the bounds are a deterministic sample
-  (:func:`invariants.time_travel.travel_points`: every compaction with the writes just before and
-  after it, the moments an earlier write was still pending, an even spread; at most 24 and a
-  bounded number of file reads); the final snapshot is compared the same way too.
+  (:func:`invariants.time_travel.travel_points`: every compaction with the writes just before,
+  during and after it, the moments an earlier write was still pending, an even spread; at most
+  24 and a bounded number of file reads); the final snapshot is compared the same way too.
 
 Files that a completed instant lists but storage no longer holds are lost data as well.
 """

@@ -40,7 +40,7 @@ def travel_points(
     latest slices as of the bound) add up to at most ``budget_files``. Bounds are taken in tiers,
     spread evenly within a tier (first, last, middle, quarters...) until the budget runs out:
     (1) every compaction's completion, the last write completed before it was requested (what its
-    plan saw) and the first write completed after it; (2) completions while an earlier-requested
+    plan saw), the first write completed while it was pending and the first after it; (2) completions while an earlier-requested
     write instant was still pending (its logs are uncommitted there: where an anchor or a pending
     log can go wrong); (3) an even spread over all completions.
     """
@@ -55,15 +55,7 @@ def _tiers(committed: CommittedTable, done: list[RawInstant]) -> list[list[tuple
     writes = [i for i in done if i.is_write]
     tiers: list[list[tuple[RawInstant, str]]] = [[], [], []]
     for c in committed.compactions():
-        if c.completion is None:
-            continue
-        tiers[0].append((c, f"completion of compaction {c.requested}"))
-        before = [w for w in writes if w.completion is not None and w.completion < c.requested]
-        after = [w for w in writes if w.completion is not None and w.completion > c.completion]
-        if before:
-            tiers[0].append((before[-1], f"last write before compaction {c.requested}"))
-        if after:
-            tiers[0].append((after[0], f"first write after compaction {c.requested}"))
+        tiers[0] += _compaction_points(c, writes)
     others = [
         o
         for o in committed.instants
@@ -75,6 +67,25 @@ def _tiers(committed: CommittedTable, done: list[RawInstant]) -> list[list[tuple
             tiers[1].append((w, "an earlier write instant was still pending"))
     tiers[2] = [(i, "spread") for i in done]
     return tiers
+
+
+def _compaction_points(c: RawInstant, writes: list[RawInstant]) -> list[tuple[RawInstant, str]]:
+    """Tier-1 bounds around compaction ``c``: its completion, the last write completed before it
+    was requested (what its plan saw), the first write completed while it was pending (a merged
+    slice then holds the plan's base and logs plus the new logs) and the first after it."""
+    end = c.completion or "~"  # a compaction still pending at the end of the run: to the end
+    done = [w for w in writes if w.completion is not None]
+    before = [w for w in done if w.completion < c.requested]
+    within = [w for w in done if c.requested < w.completion < end]
+    after = [w for w in done if w.completion > end]
+    out = [(c, f"completion of compaction {c.requested}")] if c.completion else []
+    if before:
+        out.append((before[-1], f"last write before compaction {c.requested}"))
+    if within:
+        out.append((within[0], f"a write completed while compaction {c.requested} was pending"))
+    if after:
+        out.append((after[0], f"first write after compaction {c.requested}"))
+    return out
 
 
 def _choose(

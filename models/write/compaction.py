@@ -12,7 +12,7 @@ file an earlier attempt already wrote is taken as it is.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
@@ -24,7 +24,7 @@ from models.format.compaction_plan import (
     read_compaction_plan,
     write_compaction_plan,
 )
-from models.ports import Steps
+from models.ports import Sleep, Steps
 from models.storage import join
 from models.timeline.active import Timeline
 from models.timeline.instant import Instant, State
@@ -68,8 +68,13 @@ def schedule_compaction(
     return writer.timeline.create_requested(time, "compaction", plan)
 
 
-def run_compaction(writer: TableWriter, scheduled: Instant) -> Steps[Instant]:
-    """Execute a scheduled compaction: merge each planned slice into a new base file."""
+def run_compaction(
+    writer: TableWriter, scheduled: Instant, write_time_ms: Callable[[], int] | None = None
+) -> Steps[Instant]:
+    """Execute a scheduled compaction: merge each planned slice into a new base file, then
+    commit. ``write_time_ms``: how long writing those base files took (a storage's cost model),
+    which passes (a ``Sleep``) before the commit: the compaction stays pending meanwhile, as
+    Hudi's ``CompactOperator`` writes every file before ``CompactionCommitSink`` commits."""
     if scheduled.action != "compaction" or scheduled.is_completed:
         raise WriteError(f"{scheduled} is not a pending compaction")
     plan = read_compaction_plan(writer.timeline.read_content(scheduled.requested()))
@@ -104,6 +109,8 @@ def run_compaction(writer: TableWriter, scheduled: Instant) -> Steps[Instant]:
                 keep_meta=True,
             )
         )
+    if write_time_ms is not None:
+        yield Sleep(write_time_ms())
     return (yield from writer.commit(inflight, stats, operation_type="COMPACT", compacted=True))
 
 

@@ -335,9 +335,12 @@ class TableWriter:
         committed logs; None if there is nothing to compact (:mod:`models.write.compaction`)."""
         return (yield from schedule_compaction(self, file_groups))
 
-    def run_compaction(self, scheduled: Instant) -> Steps[Instant]:
-        """Execute a scheduled compaction: merge each planned slice into a new base file."""
-        return (yield from run_compaction(self, scheduled))
+    def run_compaction(
+        self, scheduled: Instant, write_time_ms: Callable[[], int] | None = None
+    ) -> Steps[Instant]:
+        """Execute a scheduled compaction: merge each planned slice into a new base file
+        (:func:`models.write.compaction.run_compaction`)."""
+        return (yield from run_compaction(self, scheduled, write_time_ms))
 
     def write_token(self, task_id: int) -> WriteToken:
         """The write token of this writer's files written by task ``task_id``:

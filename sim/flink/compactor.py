@@ -76,13 +76,18 @@ class Compactor:
         ``CompactionCommitSink``)."""
         me, storage = self.process, self.storage
         self.history.invoke(me, "compaction", {"instant": scheduled.requested_time})
-        mark = storage.usage()
-        steps = self.new_writer().run_compaction(scheduled)
+        marks = [storage.usage()]
+
+        def written_ms() -> int:  # the base files' I/O, charged before the commit
+            marks.append(storage.usage())
+            return storage.latency_since(marks[0])
+
+        steps = self.new_writer().run_compaction(scheduled, written_ms)
         try:
             done = yield from drive(attempt.env, steps, owner=me)
         finally:
             self.compacting = False
-        yield attempt.env.timeout(storage.latency_since(mark))
+        yield attempt.env.timeout(storage.latency_since(marks[-1]))  # the commit's own I/O
         self.history.ok(
             me,
             "compaction",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from invariants.committed import CommittedTable, load_committed
 from invariants.time_travel import travel_points
+from models.ports import run
 from tests.invariants.test_committed import SimTable
 
 
@@ -25,3 +26,24 @@ def test_travel_points_are_deterministic_bounded_and_include_compactions():
     # a small read budget keeps few (cheap, early) points
     cheap = travel_points(committed, limit=100, budget_files=6)
     assert 0 < len(cheap) < len(everything)
+
+
+def test_a_write_completed_while_a_compaction_was_pending_is_a_point():
+    """Compactions still pending at the end count too: their window lasts to the end."""
+    t = SimTable()
+    for i in range(3):
+        t.write(t.records(i * 10, i * 10 + 10))
+    scheduled = run(t.writer.schedule_compaction(), t.clock)
+    inside = t.write(t.records(30, 40))  # completes while the compaction is pending
+    run(t.writer.run_compaction(scheduled), t.clock)
+    t.write(t.records(40, 50))
+    pending = run(t.writer.schedule_compaction(), t.clock)
+    last = t.write(t.records(50, 60))  # the compaction never completes
+    points = travel_points(load_committed(t.table), limit=100)
+    within = {p.bound: p.why for p in points if "was pending" in p.why}
+    assert within == {
+        inside.completion_time: f"a write completed while compaction {scheduled.requested_time} "
+        "was pending",
+        last.completion_time: f"a write completed while compaction {pending.requested_time} "
+        "was pending",
+    }

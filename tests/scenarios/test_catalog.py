@@ -70,6 +70,7 @@ EXPECTED = {
     "release_1_1_rescale": ("exactly_once", "liveness", "no_data_loss"),
     "restart_before_bootstrap": ("exactly_once", "no_data_loss"),
     "occ_recommit_baseline": ("exactly_once", "liveness", "no_data_loss"),
+    "pending_compaction_reads": (),
     "occ_cow_low": ("exactly_once", "liveness", "merge_convergence", "no_data_loss"),
 }
 

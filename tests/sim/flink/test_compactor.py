@@ -35,14 +35,16 @@ class FakeWriter:
     def __init__(self, scheduled: str | None = "c1", error: BaseException | None = None):
         self.scheduled, self.error = scheduled, error
         self.compacted: list[str] = []
+        self.write_ms: list[int] = []
 
     def schedule_compaction(self):
         return steps(
             None if self.scheduled is None else SimpleNamespace(requested_time=self.scheduled)
         )
 
-    def run_compaction(self, scheduled):
+    def run_compaction(self, scheduled, write_time_ms=None):
         self.compacted.append(scheduled.requested_time)
+        self.write_ms.append(write_time_ms())  # the base files' I/O, charged before the commit
         return steps(Done(scheduled.requested_time, "c9"), self.error)
 
 
@@ -92,6 +94,7 @@ def test_a_compaction_is_scheduled_after_enough_commits_and_runs_in_its_own_proc
         (f"{JOB}/compactor", "ok", "compaction"),
     ]
     assert h.events()[-1].value == {"instant": "c1", "completion": "c9"}
+    assert writer.write_ms == [5]  # the storage's price of the base files, before the commit
 
 
 def test_no_compaction_on_copy_on_write_or_while_one_runs():
