@@ -41,12 +41,13 @@ def open_table(path: str) -> HudiTable:
         raise UserError(f"{path}: {err}") from None
 
 
-def force_option(kind: str) -> Any:
+def force_option(kind: str, *, junit: bool = False) -> Any:
+    also = ", and a --junit FILE the testbed did not write" if junit else ""
     return click.option(
         "--force",
         is_flag=True,
-        help=f"Replace the output folder even when it is not a {kind} folder the testbed wrote "
-        "(by default such a folder is refused, never replaced).",
+        help=f"Replace the output folder even when it is not a {kind} folder the testbed "
+        f"wrote{also} (by default refused, never replaced).",
     )
 
 
@@ -93,3 +94,37 @@ def spark_args(master: str | None, conf: tuple[tuple[str, str], ...]) -> dict:
 def is_quiet() -> bool:
     """Whether the running command was given ``-q``."""
     return bool(click.get_current_context().params.get("quiet", False))
+
+
+def junit_option() -> Any:
+    return click.option(
+        "--junit",
+        "junit",
+        type=click.Path(dir_okay=False),
+        metavar="FILE",
+        help="Also write the verdicts as JUnit XML to FILE (one test case per run; a failure "
+        "carries the violation sentences and the replay command) for CI systems.",
+    )
+
+
+def check_junit(junit: str | None, force: bool) -> None:
+    """Refuse ``--junit FILE`` before anything runs (a folder, or a file the testbed did not
+    write, without ``--force``)."""
+    if junit is None:
+        return
+    from testbed.junit import JunitTargetError, check_junit_target
+
+    try:
+        check_junit_target(Path(junit), force=force)
+    except JunitTargetError as err:
+        raise UserError(str(err)) from None
+
+
+def write_junit_file(path: Path, suite: str, cases: list) -> None:
+    from testbed.junit import write_junit
+
+    try:
+        write_junit(path, suite, cases)
+    except OSError as err:
+        raise UserError(f"--junit {path}: cannot be written ({err.strerror or err})") from None
+    click.echo(f"junit: {path}")

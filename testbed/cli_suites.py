@@ -13,10 +13,13 @@ from testbed.cli_bars import CountBar
 from testbed.cli_common import (
     EXIT_INTERRUPTED,
     UserError,
+    check_junit,
     claim_output,
     force_option,
+    junit_option,
     parse_seed_range,
     spark_args,
+    write_junit_file,
 )
 
 
@@ -65,7 +68,8 @@ from testbed.cli_common import (
     show_default=True,
     help="Most simulations one counterexample minimization may spend.",
 )
-@force_option("suite")
+@force_option("suite", junit=True)
+@junit_option()
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def suite(
     targets: tuple[str, ...],
@@ -77,6 +81,7 @@ def suite(
     no_minimize: bool,
     minimize_runs: int,
     force: bool,
+    junit: str | None,
     quiet: bool,
 ) -> None:
     """Run a suite of scenarios (default: the default suite of scenarios/suites.toml) or the
@@ -105,6 +110,7 @@ def suite(
         raise UserError(str(err)) from None
     target = Path(out) if out else suites.default_out(chosen)
     options = _suite_spark_options(master, conf, workers, target)
+    check_junit(junit, force)
     claim_output(target, force)
     label = f"suite {chosen.name}" + (f" (spark {master})" if master else "")
     bar = None if quiet else CountBar(label, "runs")
@@ -133,6 +139,10 @@ def suite(
     Console(width=max(120, Console().width)).print(summary_table(outcome.summary))
     for line in report_lines(outcome):
         click.echo(line)
+    if junit:
+        from testbed.junit import suite_cases
+
+        write_junit_file(Path(junit), f"suite {chosen.name}", suite_cases(outcome.summary, target))
     sys.exit(outcome.exit_code)
 
 
@@ -192,7 +202,8 @@ def _suite_engine(options, label: str):
     type=click.Path(file_okay=False),
     help="Output folder (default: runs/sweep-<scenario name>; replaced if it is a sweep folder).",
 )
-@force_option("sweep")
+@force_option("sweep", junit=True)
+@junit_option()
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def sweep(
     scenario_file: str,
@@ -202,6 +213,7 @@ def sweep(
     no_spark: bool,
     out: str | None,
     force: bool,
+    junit: str | None,
     quiet: bool,
 ) -> None:
     """Run SCENARIO.toml once per seed in --seeds A:B on Spark and summarize the verdicts.
@@ -231,6 +243,7 @@ def sweep(
     except (ScenarioError, SparkConfError) as err:
         raise UserError(str(err)) from None
     target = Path(out) if out else Path("runs") / f"sweep-{scenario.scenario.name}"
+    check_junit(junit, force)
     claim_output(target, force)
     engine = "none" if options is None else f"spark {options.master}"
     bar = None if quiet else CountBar(f"sweeping {scenario.scenario.name} ({engine})", "seeds")
@@ -255,6 +268,8 @@ def sweep(
         if bar is not None:
             bar.close()
     _print_sweep_summary(result.summary, target)
+    if junit:
+        _write_sweep_junit(Path(junit), result.summary, target)
     if result.interrupted:
         summary = result.summary
         click.echo(
@@ -292,6 +307,15 @@ def _sweep_runner(options, engine: str):
             )
 
         yield on_spark
+
+
+def _write_sweep_junit(path: Path, summary: dict, target: Path) -> None:
+    from testbed.junit import sweep_cases
+    from testbed.sweep import read_rows
+
+    replay = {f["seed"]: f["replay"] for f in summary["failing"]}
+    cases = sweep_cases(read_rows(target).to_pylist(), replay)
+    write_junit_file(path, f"sweep {summary['scenario']}", cases)
 
 
 def _print_sweep_summary(summary: dict, target: Path) -> None:
