@@ -87,11 +87,11 @@ def check_exactly_once(events: Sequence[Event], table: HudiTable) -> Verdict:
     by_instant = instant_events(events)
     names = {j.source.job_index: j.name for j in ledger.jobs}
     cow = ledger.setup["table"]["type"] == "COPY_ON_WRITE"
+    committed = rows.table.take(pa.array(index)) if cow else None  # live rows, for outranked
     violations = _duplicates(job, offset, instant, names, by_instant)
     for j in ledger.jobs:
         mine = job == j.source.job_index
         offsets = offset[mine]
-        committed = rows.table.take(pa.array(index)) if cow else None
         violations += _lost(j, offsets, ledger.merge_mode, committed)
         violations += _beyond(j, offsets, instant[mine], by_instant)
     unknown = sorted(set(np.unique(job).tolist()) - set(names))
