@@ -71,6 +71,7 @@ EXPECTED = {
     "restart_before_bootstrap": ("exactly_once", "no_data_loss"),
     "occ_recommit_baseline": ("exactly_once", "liveness", "no_data_loss"),
     "pending_compaction_reads": (),
+    "late_last_notification": (),
     "occ_cow_low": ("exactly_once", "liveness", "merge_convergence", "no_data_loss"),
 }
 
