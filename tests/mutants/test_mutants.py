@@ -1,6 +1,7 @@
 """The project's code mutants (tests/mutants/score.py): each patch still applies to the code it
-mutates and says what it breaks; the slow test runs the catalog against each and holds the
-mutation score."""
+mutates and says what it breaks; the slow test runs the catalog against each: exactly the
+known survivors below survive (a newly surviving mutant is a regression of the catalog; a killed
+one leaves this list). Issue 18 asks for at least 90% caught."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import pytest
 
 from tests.mutants.score import applies, description, mutants, score
 
-MIN_SCORE = 0.9
+KNOWN_SURVIVORS = {
+    "commit_covers_the_notified_checkpoint": "needs eager flushes into the next instant before a "
+    "late notification; no catalog scenario has both",
+    "precombine_commit_time_keeps_first": "no catalog scenario uses COMMIT_TIME_ORDERING",
+    "precombine_keeps_first_of_equal_ordering": "no catalog scenario gives one key two versions "
+    "with equal ordering values in one batch",
+}
 
 
 @pytest.mark.parametrize("patch", mutants(), ids=lambda p: p.stem)
@@ -18,8 +25,6 @@ def test_a_mutant_applies_and_says_what_it_breaks(patch):
 
 
 @pytest.mark.slow
-def test_the_catalog_catches_the_mutants():
+def test_the_catalog_catches_every_mutant_but_the_known_survivors():
     results = score()
-    survivors = [r.name for r in results if not r.caught]
-    caught = len(results) - len(survivors)
-    assert caught / len(results) >= MIN_SCORE, f"survivors: {survivors}"
+    assert {r.name for r in results if not r.caught} == set(KNOWN_SURVIVORS)
