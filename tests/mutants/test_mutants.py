@@ -10,8 +10,6 @@ import pytest
 from tests.mutants.score import applies, description, mutants, score
 
 KNOWN_SURVIVORS = {
-    "commit_covers_the_notified_checkpoint": "needs eager flushes into the next instant before a "
-    "late notification; no catalog scenario has both",
     "precombine_commit_time_keeps_first": "no catalog scenario uses COMMIT_TIME_ORDERING",
     "precombine_keeps_first_of_equal_ordering": "no catalog scenario gives one key two versions "
     "with equal ordering values in one batch",

@@ -72,6 +72,7 @@ EXPECTED = {
     "occ_recommit_baseline": ("exactly_once", "liveness", "no_data_loss"),
     "pending_compaction_reads": (),
     "late_last_notification": (),
+    "heavy_late_ack": (),
     "occ_cow_low": ("exactly_once", "liveness", "merge_convergence", "no_data_loss"),
 }
 
