@@ -40,9 +40,10 @@ def travel_points(
     latest slices as of the bound) add up to at most ``budget_files``. Bounds are taken in tiers,
     spread evenly within a tier (first, last, middle, quarters...) until the budget runs out:
     (1) every compaction's completion, the last write completed before it was requested (what its
-    plan saw), the first write completed while it was pending and the first after it; (2) completions while an earlier-requested
-    write instant was still pending (its logs are uncommitted there: where an anchor or a pending
-    log can go wrong); (3) an even spread over all completions.
+    plan saw), the first write completed while it was pending and the first after it; (2)
+    completions while an earlier-requested write instant was still pending (its logs are
+    uncommitted there: where an anchor or a pending log can go wrong); (3) an even spread over
+    all completions.
     """
     done = committed.completed()
     if not done:
@@ -71,8 +72,9 @@ def _tiers(committed: CommittedTable, done: list[RawInstant]) -> list[list[tuple
 
 def _compaction_points(c: RawInstant, writes: list[RawInstant]) -> list[tuple[RawInstant, str]]:
     """Tier-1 bounds around compaction ``c``: its completion, the last write completed before it
-    was requested (what its plan saw), the first write completed while it was pending (a merged
-    slice then holds the plan's base and logs plus the new logs) and the first after it."""
+    was requested (what its plan saw), the first write completed while it was pending (its logs
+    completed behind the compaction's barrier before the compaction itself did) and the first
+    after it."""
     end = c.completion or "~"  # a compaction still pending at the end of the run: to the end
     done = [w for w in writes if w.completion is not None]
     before = [w for w in done if w.completion < c.requested]

@@ -6,8 +6,7 @@ say what it breaks. :func:`score` applies each to a scratch copy of the working 
 the catalog scenarios but those tagged ``large`` on their own seeds (``python -m
 tests.mutants.catalog_verdicts`` in the copy): a mutant is *caught* when some scenario's
 verdicts differ from its ``[expect]`` (the first such scenario is named) or a run crashes, and
-*survives* otherwise. The score is
-caught / total; README's verification record prints it.
+*survives* otherwise. The score is caught / total; README's verification record prints it.
 
     python -m tests.mutants.score [NAME...]     (all mutants by default)
 """
@@ -20,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,18 +93,25 @@ def run_mutant(patch: Path) -> MutantResult:
     return MutantResult(patch.stem, description(patch), bool(differing), differing)
 
 
-def score(names: list[str] | None = None) -> list[MutantResult]:
-    chosen = [p for p in mutants() if not names or p.stem in names]
-    return [run_mutant(p) for p in chosen]
+def score(
+    names: list[str] | None = None, on_result: Callable[[MutantResult], None] | None = None
+) -> list[MutantResult]:
+    """Run the mutants named in ``names`` (all by default), calling ``on_result`` after each."""
+    results = []
+    for patch in [p for p in mutants() if not names or p.stem in names]:
+        results.append(run_mutant(patch))
+        if on_result is not None:
+            on_result(results[-1])
+    return results
+
+
+def _print_result(result: MutantResult) -> None:
+    verdict = "caught  " if result.caught else "SURVIVED"
+    print(f"{verdict} {result.name}: {', '.join(result.by[:4]) or '-'}", flush=True)
 
 
 def main(argv: list[str]) -> int:
-    results = []
-    for patch in [p for p in mutants() if not argv or p.stem in argv]:
-        result = run_mutant(patch)
-        results.append(result)
-        verdict = "caught  " if result.caught else "SURVIVED"
-        print(f"{verdict} {result.name}: {', '.join(result.by[:4]) or '-'}", flush=True)
+    results = score(argv, _print_result)
     caught = sum(r.caught for r in results)
     print(f"mutation score: {caught}/{len(results)} caught by the catalog")
     return 0
