@@ -34,12 +34,15 @@ def write_sweep_report(
     summary: dict[str, Any],
     *,
     writers: int | None = None,
+    title: str | None = None,
+    sections: Sequence[str] = (),
 ) -> Path:
     """``out_dir/report.html`` for a ``testbed sweep``: its verdict, the violations per
     invariant and the metric distributions across seeds (drawn into ``out_dir/plots/`` as PNG
     and SVG), the metrics' percentiles and every failing seed with its replay command.
     ``rows`` are the sweep's rows (``testbed.sweep.ROW_SCHEMA``), ``summary`` its summary.json;
-    ``writers`` the scenario's writer count (the rows do not carry it)."""
+    ``writers`` the scenario's writer count (the rows do not carry it). ``title`` replaces
+    "Sweep <scenario>", and ``sections`` (HTML) come before the failing seeds."""
     out_dir = Path(out_dir)
     rows = sorted(rows, key=seed_of)
     name = str(summary.get("scenario") or "sweep")
@@ -76,12 +79,10 @@ def write_sweep_report(
         f"ran) {_engine(summary.get('engine'))}: {summary.get('as_expected', 0)} as expected, "
         f"{summary.get('errors', 0)} crashed. Expected violations: {expected}."
     )
-    title = f"Sweep {name}"
-    body = [
-        f"<header><h1>{escape(title)}</h1>{verdict}",
-        f'<p class="lead">{escape(lead)}</p>',
-        f'<p class="muted">Scenario: <code>{escape(str(summary.get("source", "")))}</code></p>',
-    ]
+    title = title or f"Sweep {name}"
+    body = [f"<header><h1>{escape(title)}</h1>{verdict}", f'<p class="lead">{escape(lead)}</p>']
+    if summary.get("source"):
+        body.append(f'<p class="muted">Scenario: <code>{escape(str(summary["source"]))}</code></p>')
     if summary.get("interrupted"):
         body.append(
             '<p class="interrupted">Interrupted (Ctrl-C): only the seeds that finished are '
@@ -91,6 +92,7 @@ def write_sweep_report(
     body += ["<h2>Across seeds</h2>", *(img(f, out_dir) for f in figures)]
     body += [f'<p class="error">plot failed: {escape(e)}</p>' for e in errors]
     body += ["<h2>Metric percentiles</h2>", _percentile_table(summary.get("metrics") or {})]
+    body += list(sections)
     body += [f"<h2>Seeds not as expected ({len(failing)})</h2>", _failing_table(rows, failing)]
     return write_page(out_dir / "report.html", document(title, body))
 

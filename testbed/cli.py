@@ -15,6 +15,7 @@ import click
 from testbed.cli_common import EXIT_INTERRUPTED, EXIT_USAGE
 from testbed.cli_runs import check, explore, run
 from testbed.cli_suites import bench, suite, sweep
+from testbed.cli_swarm import swarm
 from testbed.cli_tables import demo, inspect, read, verify
 from testbed.outputs import OutputFolderError
 
@@ -79,13 +80,14 @@ def main() -> None:
       testbed run SCENARIO.toml          one scenario: history, verdicts, replay command
       testbed explore SCENARIO.toml      search fault schedules for a violation, shrink it
       testbed sweep SCENARIO.toml --seeds A:B   many seeds on Spark
+      testbed swarm --seeds A:B          a whole scenario drawn per seed, on Spark
     Real Hudi tables (table versions 6, 8, 9): inspect, read, verify; recorded runs: check.
     Errors are one "error:" line with exit code 2; Ctrl-C exits 130 and keeps what finished;
     an output folder the testbed did not write is never replaced without --force.
     """
 
 
-for _command in (inspect, read, demo, run, explore, check, suite, sweep, verify, bench):
+for _command in (inspect, read, demo, run, explore, check, suite, sweep, swarm, verify, bench):
     main.add_command(_command)
 
 

@@ -249,7 +249,7 @@ def sweep(
     bar = None if quiet else CountBar(f"sweeping {scenario.scenario.name} ({engine})", "seeds")
     result = None
     try:
-        with _sweep_runner(options, engine) as runner:
+        with sweep_runner(options, engine) as runner:
             result = run_sweep(
                 scenario,
                 source,
@@ -282,7 +282,7 @@ def sweep(
 
 
 @contextlib.contextmanager
-def _sweep_runner(options, engine: str):
+def sweep_runner(options, engine: str):
     """The runner of a sweep's chunks: this process (``options`` None), or a Spark session's
     (stopped when the block ends)."""
     from testbed.sweep import run_here
@@ -333,10 +333,10 @@ def _print_sweep_summary(summary: dict, target: Path) -> None:
     if len(summary["failing"]) > 10:
         click.echo(f"  ... {len(summary['failing']) - 10} more in {target / 'summary.json'}")
     click.echo(f"rows: {target / 'sweep.parquet'}  summary: {target / 'summary.json'}")
-    _echo_sweep_report(target)
+    echo_sweep_report(target)
 
 
-def _echo_sweep_report(target: Path) -> None:
+def echo_sweep_report(target: Path) -> None:
     if (target / "report.html").is_file():
         click.echo(f"report: {target / 'report.html'}")
     elif (target / "report_error.txt").is_file():

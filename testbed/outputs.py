@@ -24,7 +24,7 @@ from pathlib import Path
 
 MARKER = ".testbed-output.json"
 LOCK_SUFFIX = ".lock"
-KINDS = ("run", "suite", "sweep", "explore", "demo")
+KINDS = ("run", "suite", "sweep", "swarm", "explore", "demo")
 
 _RUN_ENTRIES = frozenset(
     {

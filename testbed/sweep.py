@@ -30,29 +30,30 @@ so ``--master local[1]``, ``local[2]``, a cluster and ``--no-spark`` give the sa
 from __future__ import annotations
 
 import json
-import math
 import shlex
-import shutil
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from reports.metrics import nearest_rank
 from scenarios.schema import Scenario, parse_scenario
-from testbed.atomic import staging_path, write_text_atomic
-from testbed.interrupt import remove_files, sigint_held, sigint_watched
-from testbed.outputs import write_marker
+from testbed.atomic import write_text_atomic
+from testbed.interrupt import sigint_watched
 from testbed.run import result_json, simulate_and_check
+from testbed.seed_chunks import (
+    CHUNK_SEEDS,
+    ChunkInterrupted,
+    Runner,
+    SeedPlan,
+    read_seed_rows,
+    run_seed_chunks,
+)
 
-CHUNK_SEEDS = 256
-"""Seeds per Spark job (and per parquet part): large enough to keep executors busy, small enough
-that an interrupted sweep loses little."""
 MAX_WHY = 3
 """Violation sentences kept per row (the full explanation comes from replaying the seed)."""
 
@@ -149,19 +150,6 @@ def _row(values: dict[str, Any], started: float) -> dict[str, Any]:
     }
 
 
-Runner = Callable[[list[SeedTask], Callable[[int, int], None] | None], list[dict[str, Any]]]
-"""Runs one chunk of seeds and returns their rows in order (Spark or this process)."""
-
-
-class ChunkInterrupted(KeyboardInterrupt):
-    """Ctrl-C inside a chunk, raised by a runner that knows which of its seeds finished:
-    ``rows`` are theirs, in order (a Spark job's results arrive all at once, so it has none)."""
-
-    def __init__(self, rows: list[dict[str, Any]]) -> None:
-        super().__init__()
-        self.rows = rows
-
-
 def run_here(tasks: list[SeedTask], on_progress: Callable[[int, int], None] | None) -> list[dict]:
     """The engine-free reference: every seed in this process, one after the other. Ctrl-C
     raises :class:`ChunkInterrupted` with the rows of the seeds that finished."""
@@ -193,11 +181,6 @@ class SweepResult:
         return bool(self.summary["interrupted"])
 
 
-def chunks(first: int, last: int, size: int) -> Iterator[range]:
-    for start in range(first, last + 1, size):
-        yield range(start, min(start + size, last + 1))
-
-
 def run_sweep(
     scenario: Scenario,
     source: Path,
@@ -216,90 +199,29 @@ def run_sweep(
     runner names them (:class:`ChunkInterrupted`); the summary and report are written from
     those with ``"interrupted": true`` (:attr:`SweepResult.interrupted`).
     """
-    first, last = seeds
     text = source.read_text(encoding="utf-8")
-    if out.exists():
-        shutil.rmtree(out)
-    parts = out / "sweep.parquet"
-    parts.mkdir(parents=True)
-    write_marker(out, "sweep")
-    total = last - first + 1
-    done_rows: list[pa.Table] = []  # the finished chunks, as written
 
-    def summary_of(interrupted: bool) -> dict[str, Any]:
-        rows = pa.concat_tables(done_rows) if done_rows else ROW_SCHEMA.empty_table()
+    def summary_of(rows: pa.Table, interrupted: bool) -> dict[str, Any]:
         return summarize(rows, scenario, source, seeds, engine, interrupted=interrupted)
 
-    def keep(index: int, rows: list[dict[str, Any]]) -> None:
-        with sigint_held():  # a part on disk is always counted in done_rows, and back
-            chunk = pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
-            _write_part(chunk, parts / f"part-{index:05d}.parquet")
-            done_rows.append(chunk)
-
-    _write_summary(out, summary_of(False))
-    interrupted = False
-    try:
-        for index, seed_range in enumerate(chunks(first, last, chunk_seeds)):
-            tasks = [SeedTask(text, str(source), seed) for seed in seed_range]
-            finished = sum(t.num_rows for t in done_rows)
-
-            def chunk_progress(done: int, of: int, base: int = finished, size: int = len(tasks)):
-                if on_progress is not None:
-                    on_progress(base + math.floor(size * done / max(of, 1)), total)
-
-            try:
-                rows = runner(tasks, chunk_progress)
-            except ChunkInterrupted as stop:
-                if stop.rows:
-                    keep(index, stop.rows)
-                raise
-            keep(index, rows)
-            _write_summary(out, summary_of(False))
-    except KeyboardInterrupt:
-        interrupted = True
-    summary = conclude(out, done_rows, summary_of, scenario, interrupted=interrupted)
-    return SweepResult(out, summary)
-
-
-def conclude(
-    out: Path,
-    done_rows: list[pa.Table],
-    summary_of: Callable[[bool], dict[str, Any]],
-    scenario: Scenario,
-    *,
-    interrupted: bool,
-) -> dict[str, Any]:
-    """Write the final ``summary.json`` (``summary_of(interrupted)``) and the report from the
-    finished rows; return the summary. Ctrl-C while they are written stops the report: the
-    summary is written again with SIGINT held, saying ``"interrupted": true``, and no report is
-    left behind (neither half of one nor one that says the sweep was not interrupted)."""
-    summary = summary_of(interrupted)
-    try:
-        _write_summary(out, summary)
+    def report(done_rows: list[pa.Table], summary: dict[str, Any]) -> None:
         write_report(out, done_rows, summary, scenario)
-    except KeyboardInterrupt:
-        summary = summary_of(True)
-        with sigint_held():
-            _write_summary(out, summary)
-            report = out / "report.html"
-            remove_files([report, staging_path(report)])
-    return summary
 
-
-def _write_summary(out: Path, summary: dict[str, Any]) -> None:
-    write_text_atomic(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
-
-
-def _write_part(chunk: pa.Table, path: Path) -> None:
-    """One parquet part, written under a staging name and renamed: a reader of
-    ``sweep.parquet/`` never sees half a part."""
-    staging = staging_path(path)
-    try:
-        pq.write_table(chunk, staging)
-        staging.replace(path)
-    except BaseException:
-        staging.unlink(missing_ok=True)
-        raise
+    summary = run_seed_chunks(
+        SeedPlan(
+            out,
+            "sweep",
+            seeds,
+            lambda seed_range: [SeedTask(text, str(source), seed) for seed in seed_range],
+            summary_of,
+            report,
+            ROW_SCHEMA,
+        ),
+        runner,
+        chunk_seeds=chunk_seeds,
+        on_progress=on_progress,
+    )
+    return SweepResult(out, summary)
 
 
 def write_report(
@@ -321,10 +243,8 @@ def write_report(
 
 
 def read_rows(out: Path) -> pa.Table:
-    parts = sorted((out / "sweep.parquet").glob("part-*.parquet"))
-    if not parts:
-        return ROW_SCHEMA.empty_table()
-    return pa.concat_tables(pq.read_table(p, schema=ROW_SCHEMA) for p in parts)
+    """The rows of a sweep folder, every finished part in order."""
+    return read_seed_rows(out, "sweep", ROW_SCHEMA)
 
 
 def replay_command(source: Path, seed: int) -> str:

@@ -11,7 +11,8 @@ from click.testing import CliRunner
 
 from scenarios.schema import load_scenario
 from testbed.cli import main
-from testbed.sweep import ROW_SCHEMA, chunks, distribution, read_rows, run_here, run_sweep
+from testbed.seed_chunks import chunks
+from testbed.sweep import ROW_SCHEMA, distribution, read_rows, run_here, run_sweep
 
 SMALL = """\
 [scenario]

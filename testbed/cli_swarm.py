@@ -1,0 +1,165 @@
+"""``testbed swarm``: a whole scenario drawn per seed, run on Hudi's real rules, on Spark."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from testbed.cli_bars import CountBar
+from testbed.cli_common import (
+    EXIT_INTERRUPTED,
+    UserError,
+    check_junit,
+    claim_output,
+    force_option,
+    junit_option,
+    parse_seed_range,
+    spark_args,
+    write_junit_file,
+)
+from testbed.cli_suites import echo_sweep_report, sweep_runner
+
+MAX_FAILING_SHOWN = 10
+
+
+@click.command()
+@click.option(
+    "--seeds", "seeds", required=True, help="Swarm seeds A:B to draw and run, both included."
+)
+@click.option(
+    "--master",
+    default=None,
+    help="Spark master (default local[*]: every core of this machine); a cluster URL such as "
+    "spark://host:7077 runs the seeds on its executors.",
+)
+@click.option(
+    "--conf",
+    "conf",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Extra Spark setting, repeatable (e.g. --conf spark.executor.memory=4g).",
+)
+@click.option("--no-spark", is_flag=True, help="Run every seed in this process, without Spark.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    help="Output folder (default: runs/swarm-A-B; replaced if it is a swarm folder).",
+)
+@click.option(
+    "--no-minimize",
+    is_flag=True,
+    help="Do not shrink failing seeds to minimal counterexamples (their scenario files are kept).",
+)
+@click.option(
+    "--minimize-runs",
+    type=click.IntRange(1, 10_000),
+    default=24,
+    show_default=True,
+    help="Most simulations one counterexample minimization may spend.",
+)
+@force_option("swarm", junit=True)
+@junit_option()
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def swarm(
+    seeds: str,
+    master: str | None,
+    conf: tuple[str, ...],
+    no_spark: bool,
+    out: str | None,
+    no_minimize: bool,
+    minimize_runs: int,
+    force: bool,
+    junit: str | None,
+    quiet: bool,
+) -> None:
+    """Draw a whole scenario per seed in --seeds A:B and run it on Hudi's real rules.
+
+    Each seed switches every feature on or off at random and draws its value within the
+    documented bounds (docs/scenarios.md, "Swarm"): table type, partitions and buckets, merge
+    mode, jobs and writers, async or blocking instant generation, operation, concurrency,
+    failover, mini-batch flushes, empty commits, compaction, clock skew and drift, latencies,
+    heartbeats, and each fault kind with its rate. The same seed always draws the same
+    scenario. Rows go to <out>/swarm.parquet/ as each chunk finishes; every failing seed gets
+    <out>/failing/swarm_<seed>/scenario.toml (replay it with testbed run) and, for the first
+    20, its minimal counterexample; <out>/summary.json and report.html say which parameters
+    the failing seeds shared. Exit code 0 when no seed violates anything, 1 when one does,
+    2 on bad input, 130 interrupted (the finished seeds are kept).
+    """
+    from replay.session import SparkConfError, SparkOptions, parse_conf
+    from testbed.swarm import run_swarm
+
+    bounds = parse_seed_range(seeds, "--seeds", single=False)
+    if no_spark and (master or conf):
+        raise UserError("--no-spark runs without Spark: drop --master/--conf, or drop --no-spark")
+    try:
+        options = None if no_spark else SparkOptions(**spark_args(master, parse_conf(conf)))
+    except SparkConfError as err:
+        raise UserError(str(err)) from None
+    target = Path(out) if out else Path("runs") / f"swarm-{bounds[0]}-{bounds[1]}"
+    check_junit(junit, force)
+    claim_output(target, force)
+    engine = "none" if options is None else f"spark {options.master}"
+    bar = None if quiet else CountBar(f"swarm ({engine})", "seeds")
+    summary = None
+    try:
+        with sweep_runner(options, engine) as runner:
+            summary = run_swarm(
+                bounds,
+                target,
+                runner,
+                engine=engine,
+                minimize_runs=0 if no_minimize else minimize_runs,
+                on_progress=bar and bar.update,
+            )
+    except KeyboardInterrupt:
+        if summary is None:
+            click.echo("interrupted before any seed ran: nothing ran", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+    finally:
+        if bar is not None:
+            bar.close()
+    _print_summary(summary, target)
+    if junit:
+        _write_junit(Path(junit), summary, target)
+    if summary["interrupted"]:
+        click.echo(
+            f"interrupted: {summary['finished']} of {summary['seeds']['count']} seeds finished "
+            f"(kept in {target}), {summary['abandoned']} not run",
+            err=True,
+        )
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(0 if summary["ok"] else 1)
+
+
+def _print_summary(summary: dict, target: Path) -> None:
+    runs, failing = summary["runs"], summary["failing"]
+    click.echo(f"swarm: {runs - len(failing)}/{runs} seeds hold ({summary['engine']})")
+    for name, count in summary["violations"].items():
+        click.echo(f"  {name}: violated in {count}/{runs} seeds")
+    if summary["errors"]:
+        click.echo(f"  crashed: {summary['errors']} seeds")
+    for failure in failing[:MAX_FAILING_SHOWN]:
+        what = failure["error"] or ", ".join(failure["violated"])
+        click.echo(f"  seed {failure['seed']}: {what}\n    replay: {failure['replay']}")
+        if failure["counterexample"]:
+            click.echo(f"    minimal: testbed run {failure['counterexample']}")
+    if len(failing) > MAX_FAILING_SHOWN:
+        click.echo(f"  ... {len(failing) - MAX_FAILING_SHOWN} more in {target / 'summary.json'}")
+    shared = summary["shared"]["by_every_failing_seed"]
+    if failing and shared:
+        values = ", ".join(f"{name} = {value}" for name, value in shared.items())
+        click.echo(f"  every failing seed had: {values}")
+    click.echo(f"rows: {target / 'swarm.parquet'}  summary: {target / 'summary.json'}")
+    echo_sweep_report(target)
+
+
+def _write_junit(path: Path, summary: dict, target: Path) -> None:
+    from testbed.junit import sweep_cases
+    from testbed.swarm import read_swarm_rows
+
+    replay = {f["seed"]: f["replay"] for f in summary["failing"]}
+    cases = sweep_cases(read_swarm_rows(target).to_pylist(), replay)
+    seeds = summary["seeds"]
+    write_junit_file(path, f"swarm {seeds['first']}:{seeds['last']}", cases)
