@@ -35,6 +35,21 @@ ids (master) or only the committed view (Hudi 1.0, 1.1)."""
 NBCC_SUFFIX = "-0000-0000-0000-000000000000-0"
 
 
+class BucketIdParseError(HoodieException, ValueError):
+    """A file id in the committed view whose first 8 characters are no bucket number (an
+    append-mode file group's UUID): Hudi's ``Integer.parseInt`` in ``BucketIdentifier
+    #bucketIdFromFileId`` throws ``NumberFormatException`` and the task fails."""
+
+
+def _bucket(file_id: str) -> int:
+    try:
+        return bucket_of(file_id)
+    except ValueError:
+        raise BucketIdParseError(
+            f'For input string: "{file_id[:8]}" (file id {file_id} is not a bucket\'s)'
+        ) from None
+
+
 class DuplicateFileIdError(HoodieException, RuntimeError):
     """A bucket of a partition has two file ids in the committed view (Hudi's RuntimeException
     in ``bootstrapIndexIfNeed``: the task fails)."""
@@ -78,7 +93,7 @@ class BucketIndex:
         still missing. :class:`DuplicateFileIdError` if the committed view has a bucket twice."""
         ids: dict[int, str] = {}
         for file_id in sorted(committed):
-            bucket = bucket_of(file_id)
+            bucket = _bucket(file_id)
             if not self.owns(partition_index, bucket):
                 continue
             if bucket in ids and ids[bucket] != file_id:
@@ -88,7 +103,7 @@ class BucketIndex:
                 )
             ids[bucket] = file_id
         for file_id in sorted(pending):
-            bucket = bucket_of(file_id)
+            bucket = _bucket(file_id)
             if self.owns(partition_index, bucket):
                 ids.setdefault(bucket, file_id)
         self._ids[partition] = ids
@@ -105,6 +120,7 @@ class BucketIndex:
 
 __all__ = [
     "PENDING_FILE_IDS",
+    "BucketIdParseError",
     "BucketIndex",
     "DuplicateFileIdError",
     "bucket_of",

@@ -37,6 +37,7 @@ COPY_ON_WRITE) or of append mode (insert: a new base file per partition and flus
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -241,9 +242,18 @@ def bucket_file_id(partition_index: int, bucket: int) -> str:
 def insert_file_id(
     job_index: int, task_id: int, instant: str, partition_index: int, flush: int = 0
 ) -> str:
-    """A fresh file group for an append-mode flush; unique because instant times are (and
-    ``flush`` counts a task's flushes into one instant and partition)."""
-    return f"{job_index:04d}{task_id:04d}-{instant[:8]}-{instant[8:]}-{partition_index:06d}-{flush}"
+    """A fresh file group for an append-mode flush.
+
+    Hudi's append writer (``BulkInsertWriterHelper``, one per task and instant) names its file
+    groups ``<random UUID>-<n>``, so their first 8 characters, which the bucket index's conflict
+    check reads as a bucket (``BucketIdentifier#bucketIdStrFromFileId``), change from instant to
+    instant. Here those 8 hex digits hash (job, task, instant), so a run replays exactly; the
+    rest spells job, task, instant, partition and ``flush`` (a task's flushes into one instant
+    and partition), which keeps ids unique."""
+    digest = hashlib.blake2b(f"{job_index}/{task_id}/{instant}".encode(), digest_size=4)
+    return (
+        f"{digest.hexdigest()}-{job_index:04d}{task_id:04d}-{instant}-{partition_index:06d}-{flush}"
+    )
 
 
 def route(rows: pa.Table, buckets_per_partition: int, parallelism: int) -> list[pa.Table]:

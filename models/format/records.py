@@ -254,10 +254,17 @@ def _block(source: RecordSource, index: int) -> pa.Table:
     return source._records(index * BLOCK_RECORDS, (index + 1) * BLOCK_RECORDS)
 
 
+def bucket_id_str(file_id: str) -> str:
+    """A file id's first 8 characters, which the bucket index reads as the zero-padded bucket
+    number (Hudi's ``BucketIdentifier#bucketIdStrFromFileId``); any file id has them."""
+    return file_id[:8]
+
+
 def bucket_of(file_id: str) -> int:
-    """The bucket a bucket-index file id belongs to: its first 8 characters, the zero-padded
-    bucket number (Hudi's ``BucketIdentifier#bucketIdFromFileId``)."""
-    return int(file_id[:8])
+    """The bucket a bucket-index file id belongs to (Hudi's ``BucketIdentifier
+    #bucketIdFromFileId``, ``Integer.parseInt`` of :func:`bucket_id_str`): ValueError for a file
+    id that is not a bucket's (an append-mode file group's UUID)."""
+    return int(bucket_id_str(file_id))
 
 
 def bucket_ids(keys: pa.ChunkedArray | pa.Array, buckets: int) -> np.ndarray:

@@ -73,7 +73,7 @@ from typing import TYPE_CHECKING
 
 from models.format.commit_metadata import WriteStat
 from models.format.compaction_plan import read_compaction_plan
-from models.format.records import bucket_of
+from models.format.records import bucket_id_str
 from models.table_errors import HoodieException
 from models.timeline.active import Timeline
 from models.timeline.instant import Instant, State
@@ -120,11 +120,12 @@ def appended_file_groups(stats: Iterable[WriteStat]) -> set[FileGroupId]:
 
 
 def conflict_keys(groups: Iterable[FileGroupId], by_bucket: bool) -> set[tuple[str, str]]:
-    """What two writes are compared on: (partition, file id), or (partition, bucket id) with
-    the bucket index (``BucketIdentifier#partitionBucketIdStr``)."""
+    """What two writes are compared on: (partition, file id), or (partition, bucket id string)
+    with the bucket index (``BucketIndexConcurrentFileWritesConflictResolutionStrategy
+    #extractPartitionBucketId``: the file id's first 8 characters, whatever wrote it)."""
     if not by_bucket:
         return set(groups)
-    return {(p, f"{bucket_of(f):08d}") for p, f in groups}
+    return {(p, bucket_id_str(f)) for p, f in groups}
 
 
 def _compaction_plan_groups(table: HudiTable, instant: Instant) -> set[FileGroupId] | None:

@@ -34,7 +34,7 @@ from typing import Any
 import pyarrow as pa
 import simpy
 
-from models.flink.bucket_index import DuplicateFileIdError
+from models.flink.bucket_index import BucketIdParseError, DuplicateFileIdError
 from models.flink.write_buffer import BufferTooSmallError
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.flink.write_task import FileLayout, TaskState, WriteTask, write_records
@@ -65,10 +65,10 @@ BACKLOG_LIMIT = 2  # queued flushes and barriers at which the task pushes back o
 
 @dataclass(frozen=True)
 class TaskFailure:
-    """``processElement`` threw (the bucket index failed to load, or a record does not fit the
-    buffer): the task fails."""
+    """``processElement`` threw (the bucket index failed to load: a bucket with two file ids, a
+    file id that is no bucket's; or a record does not fit the buffer): the task fails."""
 
-    error: DuplicateFileIdError | BufferTooSmallError
+    error: DuplicateFileIdError | BucketIdParseError | BufferTooSmallError
 
 
 BaseInstants = Callable[[], dict[tuple[str, str], str]]
@@ -137,7 +137,7 @@ class WriteFunction:
             if self.bucket_index is not None:
                 self.bucket_index.on_records(rows)
             flushed = self.task.add(rows)
-        except (DuplicateFileIdError, BufferTooSmallError) as error:
+        except (DuplicateFileIdError, BucketIdParseError, BufferTooSmallError) as error:
             self.mailbox.put(TaskFailure(error))  # fails the task, from its own process
             return
         for bucket_rows in flushed:

@@ -66,3 +66,11 @@ def test_pending_ids_fill_only_buckets_the_committed_view_lacks():
     ix.bootstrap("p", 0, [committed], [pending, other])
     assert ix.file_id("p", 0) == committed
     assert ix.file_id("p", 1) == pending
+
+
+def test_an_append_mode_file_group_in_the_view_fails_the_bootstrap():
+    """Hudi's ``Integer.parseInt`` of a UUID prefix: ``NumberFormatException``, the task fails."""
+    from models.flink.bucket_index import BucketIdParseError
+
+    with pytest.raises(BucketIdParseError, match="For input string"):
+        index().bootstrap("p", 0, ["3fa2c9e1-0000-4000-8000-000000000000-0"])

@@ -370,3 +370,13 @@ def test_file_ids_are_valid_and_distinct():
     assert insert_file_id(1, 2, I1, 0) != insert_file_id(1, 2, I1, 0, flush=1)
     assert insert_file_id(1, 2, I1, 0) != insert_file_id(1, 2, I2, 0)
     assert insert_file_id(1, 2, I1, 0) != insert_file_id(1, 3, I1, 0)
+
+
+def test_append_mode_file_ids_of_two_instants_name_different_buckets():
+    """Hudi's append writer starts each instant's file ids with a new UUID: the 8 characters the
+    bucket index's conflict check reads as a bucket differ between a task's instants."""
+    from models.format.records import bucket_id_str
+
+    first, second = insert_file_id(1, 2, I1, 0), insert_file_id(1, 2, I2, 0)
+    assert bucket_id_str(first) != bucket_id_str(second)
+    assert bucket_id_str(first) == bucket_id_str(insert_file_id(1, 2, I1, 1, flush=2))

@@ -275,3 +275,9 @@ def test_conflict_keys_are_partition_and_bucket_with_the_bucket_index():
     groups = {("p=1", BUCKET_3_OURS), ("p=1", BUCKET_3_THEIRS), ("p=2", BUCKET_3_OURS)}
     assert conflict_keys(groups, by_bucket=False) == groups
     assert conflict_keys(groups, by_bucket=True) == {("p=1", "00000003"), ("p=2", "00000003")}
+
+
+def test_conflict_keys_take_any_file_ids_first_8_characters():
+    """An append-mode file group (a UUID prefix) is compared on its prefix, never parsed."""
+    groups = {("p=1", "3fa2c9e1-0000-4000-8000-000000000000-0")}
+    assert conflict_keys(groups, by_bucket=True) == {("p=1", "3fa2c9e1")}
