@@ -14,7 +14,11 @@ The bounds are Hudi's supported configurations (docs/scenarios.md, "Swarm"): Hud
 upserts on the blocking coordinator (Hudi 1.1 keeps them there; ``cow_async_upsert``), several jobs
 only on a MERGE_ON_READ table under NBCC (Hudi's multi-writer mode for streaming; two OCC jobs on
 the same keys livelock by design, ``occ_contention``), pauses shorter than the heartbeat tolerance
-(``paused_coordinator_rolled_back`` is the finding beyond it), one operation for all jobs (an
+and heartbeats of 10 s or more, so a job manager failover stays inside the tolerance
+(``paused_coordinator_rolled_back`` is the finding beyond it), checkpoint timeouts of 30 s or more
+(a timeout shorter than a flush's storage time fails every checkpoint and each restore replays
+more: an overload, not a protocol error), rescales that keep or raise the parallelism (a
+scale-down is the finding ``rescale_down_lost_events``), one operation for all jobs (an
 insert job on either table type runs in append mode, ``OptionsResolver#isAppendMode``, writing
 file groups of its own outside the bucket layout that an upsert job's bucket index bootstraps
 from: Hudi's bucket index assumes every file group of the table is one of its buckets). Runs are short (20-60 s, at most a
@@ -114,8 +118,8 @@ def _sim(rng: Rng) -> dict[str, Any]:
         sim["network_delay_ms"] = rng.randint(1, 20)
     if rng.bernoulli(0.5):
         sim["restart_delay_ms"] = rng.randint(100, 3000)
-    if rng.bernoulli(0.5):  # heartbeats that expire within a run: LAZY cleaning at work
-        sim["heartbeat_interval_ms"] = rng.randint(1000, 10_000)
+    if rng.bernoulli(0.5):  # heartbeats that can expire within a run: LAZY cleaning at work
+        sim["heartbeat_interval_ms"] = rng.randint(10_000, 60_000)
     return sim
 
 
@@ -139,8 +143,8 @@ def _job(rng: Rng, index: int, count: int, cow: bool, operation: str) -> dict[st
         job["write_batch_size_mb"] = round(rng.uniform(0.01, 0.1), 3)
     if rng.bernoulli(0.5):
         job["allow_empty_commit"] = False
-    if rng.bernoulli(0.5):
-        job["checkpoint_timeout_s"] = float(rng.randint(5, 20))
+    if rng.bernoulli(0.5):  # shorter than Flink's default, still above a slow flush
+        job["checkpoint_timeout_s"] = float(rng.randint(30, 59))
     if index == 0 and rng.bernoulli(0.5):
         job["compaction_every_commits"] = rng.randint(1, 6)
     return job
@@ -174,7 +178,8 @@ def _faults(
 def _schedule(
     rng: Rng, sim: dict[str, Any], jobs: list[dict], duration_s: float
 ) -> list[dict[str, Any]]:
-    """A coordinator pause below half the heartbeat tolerance (Hudi's 2 misses), a rescale."""
+    """A coordinator pause below half the heartbeat tolerance (Hudi's 2 misses), a rescale to
+    as many writers or more."""
     schedule: list[dict[str, Any]] = []
     job = rng.choice(jobs)["name"]
     if rng.bernoulli(0.3):
@@ -188,12 +193,13 @@ def _schedule(
             }
         )
     if rng.bernoulli(0.3):
+        chosen = next(j for j in jobs if j["name"] == job)
         schedule.append(
             {
                 "at_s": rng.randint(0, int(duration_s * 1000) - 1) / 1000,
                 "kind": "rescale",
                 "target": job,
-                "writers": rng.randint(*WRITERS),
+                "writers": rng.randint(chosen["writers"], WRITERS[1]),
             }
         )
     return sorted(schedule, key=lambda entry: (entry["at_s"], entry["kind"]))

@@ -53,9 +53,14 @@ def test_draws_stay_inside_the_supported_configurations():
             low, high = CHECKPOINT_INTERVAL_HALF_S
             assert low / 2 <= job.checkpoint_interval_s <= high / 2
         tolerance_ms = scenario.sim.heartbeat_interval_ms * scenario.sim.heartbeat_tolerable_misses
+        assert tolerance_ms >= 20_000
         for entry in scenario.faults.schedule:
             if entry.kind == "pause":
                 assert 2 * entry.option("duration_ms") <= tolerance_ms
+            if entry.kind == "rescale":
+                (job,) = [j for j in jobs if j.name == entry.target]
+                assert entry.option("writers") >= job.writers
+        assert all(job.checkpoint_timeout_s >= 30 for job in jobs)
 
 
 def test_every_feature_is_switched_both_ways_across_seeds():
