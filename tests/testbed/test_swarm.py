@@ -117,3 +117,20 @@ def test_cli_swarm_is_row_for_row_the_same_on_spark_and_without(tmp_path):
         rows = read_swarm_rows(out).to_pylist()
         tables[name] = [{k: v for k, v in r.items() if k != "wall_s"} for r in rows]
     assert tables["none"] == tables["local2"]
+
+
+def test_ctrl_c_keeps_the_finished_chunks(tmp_path):
+    calls = []
+
+    def interrupted_on_second_chunk(tasks, on_progress):
+        calls.append(len(tasks))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return run_here(tasks, on_progress)
+
+    out = tmp_path / "out"
+    summary = run_swarm((3, 4), out, interrupted_on_second_chunk, engine="none", chunk_seeds=1)
+    assert summary["interrupted"] and not summary["ok"]
+    assert (summary["finished"], summary["abandoned"]) == (1, 1)
+    assert read_swarm_rows(out).column("seed").to_pylist() == [3]
+    assert json.loads((out / "summary.json").read_text()) == summary
