@@ -1,6 +1,6 @@
 """Output folders that never cost a user data: markers, the replace rule and one writer at a time.
 
-Every folder a command writes (a run, suite, sweep, explore or demo folder) holds a marker file,
+Every folder a command writes (a run, suite, sweep, swarm, explore or demo folder) holds a marker file,
 ``.testbed-output.json`` (``{"kind": ...}``; a dot-file, so Hudi readers skip it in a table
 root). A command replaces an existing folder only when it is one the testbed wrote: it has the
 marker, it is empty, or it holds nothing but the names such a folder is made of (folders written
