@@ -251,7 +251,7 @@ class OperatorCoordinator:
         while True:
             with self.mailbox.get() as get:  # an interrupt withdraws the request: the mailbox
                 message = yield get  # outlives this process and must not feed a dead one
-            yield from sit_out_pause(env, me)
+            yield from self._sit_out_pause_holding(message)
             if message.epoch != epoch and isinstance(message, STALE_KINDS):
                 continue
             if isinstance(message, InstantRequest):
@@ -265,6 +265,17 @@ class OperatorCoordinator:
                 self._snapshot(message)
             elif isinstance(message, CheckpointComplete):
                 yield from self._notified(message.checkpoint_id)
+
+    def _sit_out_pause_holding(self, message: Any) -> Generator[Any, Any, None]:
+        """Sit out a pause of the job manager with ``message`` taken from the mailbox. A failover
+        that ends this attempt meanwhile (a task's region restarting) does not end Flink's
+        coordinator, whose paused thread resumes with the message in hand: it goes back to the
+        head of the mailbox, for the next attempt's process to take first."""
+        try:
+            yield from sit_out_pause(self.attempt.env, self.me)
+        except simpy.Interrupt:
+            self.mailbox.items.insert(0, message)
+            raise
 
     def _handle_received_events(self) -> None:
         """Before a global failover's reset: the write tasks' events already received run first.

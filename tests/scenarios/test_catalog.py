@@ -30,6 +30,7 @@ EXPECTED = {
     "nbcc_two_jobs": (),
     "cow_blocking": (),
     "cow_blocking_lost_acks": (),
+    "paused_coordinator_region_failover": (),
     "global_failover_queued_events": (),
     "occ_insert_late_acks": (),
     "rescale_down_lost_events": ("exactly_once", "no_data_loss"),
