@@ -91,6 +91,47 @@ def spark_args(master: str | None, conf: tuple[tuple[str, str], ...]) -> dict:
     return {"conf": conf, "quiet": is_quiet()} | ({"master": master} if master else {})
 
 
+def seed_engine_options(fn: Any) -> Any:
+    """``--master``, ``--conf`` and ``--no-spark``: where a command that runs seeds (``sweep``,
+    ``swarm``) runs them."""
+    options = [
+        click.option(
+            "--master",
+            default=None,
+            help="Spark master (default local[*]: every core of this machine); a cluster URL "
+            "such as spark://host:7077 runs the seeds on its executors.",
+        ),
+        click.option(
+            "--conf",
+            "conf",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Extra Spark setting, repeatable (e.g. --conf spark.executor.memory=4g).",
+        ),
+        click.option(
+            "--no-spark", is_flag=True, help="Run every seed in this process, without Spark."
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def seed_engine(master: str | None, conf: tuple[str, ...], no_spark: bool) -> Any:
+    """The Spark options of ``--master``/``--conf`` (None with ``--no-spark``), or a one-line
+    error."""
+    from replay.session import SparkConfError, SparkOptions, parse_conf
+
+    if no_spark and (master or conf):
+        raise UserError("--no-spark runs without Spark: drop --master/--conf, or drop --no-spark")
+    if no_spark:
+        return None
+    try:
+        return SparkOptions(**spark_args(master, parse_conf(conf)))
+    except SparkConfError as err:
+        raise UserError(str(err)) from None
+
+
 def is_quiet() -> bool:
     """Whether the running command was given ``-q``."""
     return bool(click.get_current_context().params.get("quiet", False))

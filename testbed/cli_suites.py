@@ -18,6 +18,8 @@ from testbed.cli_common import (
     force_option,
     junit_option,
     parse_seed_range,
+    seed_engine,
+    seed_engine_options,
     spark_args,
     write_junit_file,
 )
@@ -183,20 +185,7 @@ def _suite_engine(options, label: str):
 @click.command()
 @click.argument("scenario_file", metavar="SCENARIO.toml", type=click.Path(dir_okay=False))
 @click.option("--seeds", "seeds", required=True, help="Seeds A:B to run, both included.")
-@click.option(
-    "--master",
-    default=None,
-    help="Spark master (default local[*]: every core of this machine); a cluster URL such as "
-    "spark://host:7077 runs the seeds on its executors.",
-)
-@click.option(
-    "--conf",
-    "conf",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Extra Spark setting, repeatable (e.g. --conf spark.executor.memory=4g).",
-)
-@click.option("--no-spark", is_flag=True, help="Run every seed in this process, without Spark.")
+@seed_engine_options
 @click.option(
     "--out",
     type=click.Path(file_okay=False),
@@ -227,7 +216,6 @@ def sweep(
     (summary.json and report.html say interrupted, with the seeds finished and not run).
     Exit code 0 when every seed is as expected, 1 when not, 2 on bad input, 130 interrupted.
     """
-    from replay.session import SparkConfError, SparkOptions, parse_conf
     from scenarios.schema import ScenarioError, load_scenario
     from testbed.sweep import run_sweep
 
@@ -235,12 +223,10 @@ def sweep(
     if not source.is_file():
         raise UserError(f"{scenario_file}: no such file")
     bounds = parse_seed_range(seeds, "--seeds", single=False)
-    if no_spark and (master or conf):
-        raise UserError("--no-spark runs without Spark: drop --master/--conf, or drop --no-spark")
+    options = seed_engine(master, conf, no_spark)
     try:
         scenario = load_scenario(source)
-        options = None if no_spark else SparkOptions(**spark_args(master, parse_conf(conf)))
-    except (ScenarioError, SparkConfError) as err:
+    except ScenarioError as err:
         raise UserError(str(err)) from None
     target = Path(out) if out else Path("runs") / f"sweep-{scenario.scenario.name}"
     check_junit(junit, force)

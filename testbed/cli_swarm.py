@@ -10,13 +10,13 @@ import click
 from testbed.cli_bars import CountBar
 from testbed.cli_common import (
     EXIT_INTERRUPTED,
-    UserError,
     check_junit,
     claim_output,
     force_option,
     junit_option,
     parse_seed_range,
-    spark_args,
+    seed_engine,
+    seed_engine_options,
     write_junit_file,
 )
 from testbed.cli_suites import echo_sweep_report, sweep_runner
@@ -28,20 +28,7 @@ MAX_FAILING_SHOWN = 10
 @click.option(
     "--seeds", "seeds", required=True, help="Swarm seeds A:B to draw and run, both included."
 )
-@click.option(
-    "--master",
-    default=None,
-    help="Spark master (default local[*]: every core of this machine); a cluster URL such as "
-    "spark://host:7077 runs the seeds on its executors.",
-)
-@click.option(
-    "--conf",
-    "conf",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Extra Spark setting, repeatable (e.g. --conf spark.executor.memory=4g).",
-)
-@click.option("--no-spark", is_flag=True, help="Run every seed in this process, without Spark.")
+@seed_engine_options
 @click.option(
     "--out",
     type=click.Path(file_okay=False),
@@ -87,16 +74,10 @@ def swarm(
     the failing seeds shared. Exit code 0 when no seed violates anything, 1 when one does,
     2 on bad input, 130 interrupted (the finished seeds are kept).
     """
-    from replay.session import SparkConfError, SparkOptions, parse_conf
     from testbed.swarm import run_swarm
 
     bounds = parse_seed_range(seeds, "--seeds", single=False)
-    if no_spark and (master or conf):
-        raise UserError("--no-spark runs without Spark: drop --master/--conf, or drop --no-spark")
-    try:
-        options = None if no_spark else SparkOptions(**spark_args(master, parse_conf(conf)))
-    except SparkConfError as err:
-        raise UserError(str(err)) from None
+    options = seed_engine(master, conf, no_spark)
     target = Path(out) if out else Path("runs") / f"swarm-{bounds[0]}-{bounds[1]}"
     check_junit(junit, force)
     claim_output(target, force)
