@@ -117,6 +117,24 @@ def seed_engine_options(fn: Any) -> Any:
     return fn
 
 
+def minimize_options(what: str) -> Any:
+    """``--no-minimize`` (help: don't shrink ``what``) and ``--minimize-runs`` of the commands
+    that shrink what they catch to minimal counterexamples (``suite``, ``swarm``)."""
+    no_minimize = click.option("--no-minimize", is_flag=True, help=f"Do not shrink {what}.")
+    runs = click.option(
+        "--minimize-runs",
+        type=click.IntRange(1, 10_000),
+        default=24,
+        show_default=True,
+        help="Most simulations one counterexample minimization may spend.",
+    )
+
+    def decorate(fn: Any) -> Any:
+        return no_minimize(runs(fn))
+
+    return decorate
+
+
 def seed_engine(master: str | None, conf: tuple[str, ...], no_spark: bool) -> Any:
     """The Spark options of ``--master``/``--conf`` (None with ``--no-spark``), or a one-line
     error."""

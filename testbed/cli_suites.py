@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -17,12 +19,15 @@ from testbed.cli_common import (
     claim_output,
     force_option,
     junit_option,
+    minimize_options,
     parse_seed_range,
     seed_engine,
     seed_engine_options,
     spark_args,
     write_junit_file,
 )
+
+T = TypeVar("T")
 
 
 @click.command()
@@ -58,18 +63,7 @@ from testbed.cli_common import (
     metavar="KEY=VALUE",
     help="Extra Spark setting with --master, repeatable (e.g. --conf spark.executor.memory=4g).",
 )
-@click.option(
-    "--no-minimize",
-    is_flag=True,
-    help="Do not shrink caught known-bad runs to their minimal counterexample.",
-)
-@click.option(
-    "--minimize-runs",
-    type=click.IntRange(1, 10_000),
-    default=24,
-    show_default=True,
-    help="Most simulations one counterexample minimization may spend.",
-)
+@minimize_options("caught known-bad runs to their minimal counterexample")
 @force_option("suite", junit=True)
 @junit_option()
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
@@ -232,39 +226,49 @@ def sweep(
     check_junit(junit, force)
     claim_output(target, force)
     engine = "none" if options is None else f"spark {options.master}"
-    bar = None if quiet else CountBar(f"sweeping {scenario.scenario.name} ({engine})", "seeds")
-    result = None
-    try:
-        with sweep_runner(options, engine) as runner:
-            result = run_sweep(
-                scenario,
-                source,
-                bounds,
-                target,
-                runner,
-                engine=engine,
-                on_progress=bar and bar.update,
-            )
-    except KeyboardInterrupt:  # run_sweep handles its own; this one came outside it
-        if result is None:  # Spark was starting: no seed ran, nothing was written
-            click.echo("interrupted before any seed ran: nothing ran", err=True)
-            sys.exit(EXIT_INTERRUPTED)
-        # Spark was stopping after the sweep ended: its summary stands
-    finally:
-        if bar is not None:
-            bar.close()
+    result = run_seeds(
+        options,
+        engine,
+        None if quiet else f"sweeping {scenario.scenario.name} ({engine})",
+        lambda runner, progress: run_sweep(
+            scenario, source, bounds, target, runner, engine=engine, on_progress=progress
+        ),
+    )
     _print_sweep_summary(result.summary, target)
     if junit:
         _write_sweep_junit(Path(junit), result.summary, target)
-    if result.interrupted:
-        summary = result.summary
+    exit_after_seeds(result.summary, target)
+
+
+def run_seeds(options, engine: str, label: str | None, run: Callable[[Any, Any], T]) -> T:
+    """``run(runner, on_progress)`` on the seed runner of ``options`` with a progress bar
+    (``label``; None: none). Ctrl-C while Spark starts, before any seed ran, exits 130 here;
+    one while Spark stops after the run keeps its result (``run`` handles its own)."""
+    bar = None if label is None else CountBar(label, "seeds")
+    result = None
+    try:
+        with sweep_runner(options, engine) as runner:
+            result = run(runner, bar and bar.update)
+    except KeyboardInterrupt:
+        if result is None:
+            click.echo("interrupted before any seed ran: nothing ran", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+    finally:
+        if bar is not None:
+            bar.close()
+    return result
+
+
+def exit_after_seeds(summary: dict, target: Path) -> NoReturn:
+    """Exit 130 (saying what finished) when interrupted, else 0 when ``summary`` is ok, 1."""
+    if summary["interrupted"]:
         click.echo(
             f"interrupted: {summary['finished']} of {summary['seeds']['count']} seeds finished "
             f"(kept in {target}), {summary['abandoned']} not run",
             err=True,
         )
         sys.exit(EXIT_INTERRUPTED)
-    sys.exit(0 if result.ok else 1)
+    sys.exit(0 if summary["ok"] else 1)
 
 
 @contextlib.contextmanager

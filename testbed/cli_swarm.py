@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from testbed.cli_bars import CountBar
 from testbed.cli_common import (
-    EXIT_INTERRUPTED,
     check_junit,
     claim_output,
     force_option,
     junit_option,
+    minimize_options,
     parse_seed_range,
     seed_engine,
     seed_engine_options,
     write_junit_file,
 )
-from testbed.cli_suites import echo_sweep_report, sweep_runner
+from testbed.cli_suites import echo_sweep_report, exit_after_seeds, run_seeds
 
 MAX_FAILING_SHOWN = 10
 
@@ -34,18 +32,7 @@ MAX_FAILING_SHOWN = 10
     type=click.Path(file_okay=False),
     help="Output folder (default: runs/swarm-A-B; replaced if it is a swarm folder).",
 )
-@click.option(
-    "--no-minimize",
-    is_flag=True,
-    help="Do not shrink failing seeds to minimal counterexamples (their scenario files are kept).",
-)
-@click.option(
-    "--minimize-runs",
-    type=click.IntRange(1, 10_000),
-    default=24,
-    show_default=True,
-    help="Most simulations one counterexample minimization may spend.",
-)
+@minimize_options("failing seeds to minimal counterexamples (their scenario files are kept)")
 @force_option("swarm", junit=True)
 @junit_option()
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
@@ -82,36 +69,23 @@ def swarm(
     check_junit(junit, force)
     claim_output(target, force)
     engine = "none" if options is None else f"spark {options.master}"
-    bar = None if quiet else CountBar(f"swarm ({engine})", "seeds")
-    summary = None
-    try:
-        with sweep_runner(options, engine) as runner:
-            summary = run_swarm(
-                bounds,
-                target,
-                runner,
-                engine=engine,
-                minimize_runs=0 if no_minimize else minimize_runs,
-                on_progress=bar and bar.update,
-            )
-    except KeyboardInterrupt:
-        if summary is None:
-            click.echo("interrupted before any seed ran: nothing ran", err=True)
-            sys.exit(EXIT_INTERRUPTED)
-    finally:
-        if bar is not None:
-            bar.close()
+    summary = run_seeds(
+        options,
+        engine,
+        None if quiet else f"swarm ({engine})",
+        lambda runner, progress: run_swarm(
+            bounds,
+            target,
+            runner,
+            engine=engine,
+            minimize_runs=0 if no_minimize else minimize_runs,
+            on_progress=progress,
+        ),
+    )
     _print_summary(summary, target)
     if junit:
         _write_junit(Path(junit), summary, target)
-    if summary["interrupted"]:
-        click.echo(
-            f"interrupted: {summary['finished']} of {summary['seeds']['count']} seeds finished "
-            f"(kept in {target}), {summary['abandoned']} not run",
-            err=True,
-        )
-        sys.exit(EXIT_INTERRUPTED)
-    sys.exit(0 if summary["ok"] else 1)
+    exit_after_seeds(summary, target)
 
 
 def _print_summary(summary: dict, target: Path) -> None:
