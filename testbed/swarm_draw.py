@@ -17,11 +17,11 @@ the same keys livelock by design, ``occ_contention``), pauses shorter than the h
 and heartbeats of 10 s or more, so a job manager failover stays inside the tolerance
 (``paused_coordinator_rolled_back`` is the finding beyond it), checkpoint timeouts of 30 s or more
 (a timeout shorter than a flush's storage time fails every checkpoint and each restore replays
-more: an overload, not a protocol error), rescales that keep or raise the parallelism (a
-scale-down is the finding ``rescale_down_lost_events``), one operation for all jobs (an
-insert job on either table type runs in append mode, ``OptionsResolver#isAppendMode``, writing
-file groups of its own outside the bucket layout that an upsert job's bucket index bootstraps
-from: Hudi's bucket index assumes every file group of the table is one of its buckets). Runs are short (20-60 s, at most a
+more: an overload, not a protocol error), rescales that keep or raise the parallelism (a scale-down
+is the finding ``rescale_down_lost_events``), one operation for all jobs (an insert job on either
+table type runs in append mode, ``OptionsResolver#isAppendMode``, writing file groups of its own
+outside the bucket layout that an upsert job's bucket index bootstraps from: Hudi's bucket index
+assumes every file group of the table is one of its buckets). Runs are short (20-60 s, at most a
 few thousand records a second) so thousands of seeds fit in a nightly job.
 """
 
