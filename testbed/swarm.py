@@ -60,9 +60,9 @@ def swarm_scenario(seed: int) -> Scenario:
     return scenario_from_dict(draw_swarm(seed), f"<swarm seed {seed}>")
 
 
-def swarm_task(seed: int) -> SeedTask:
-    """What an executor runs for ``seed``: the drawn scenario as resolved TOML."""
-    return SeedTask(resolved_toml(swarm_scenario(seed)), f"<swarm seed {seed}>", seed)
+def swarm_task(seed: int, scenario: Scenario) -> SeedTask:
+    """What an executor runs for ``seed``: its drawn ``scenario`` as resolved TOML."""
+    return SeedTask(resolved_toml(scenario), f"<swarm seed {seed}>", seed)
 
 
 def failing_folder(out: Path, seed: int) -> Path:
@@ -83,17 +83,23 @@ def run_swarm(
     ``minimize_runs`` > 0 the first failing seeds are shrunk to minimal counterexamples, each
     with at most that many simulations."""
     minimized: list[int] = []
+    drawn: dict[int, Scenario] = {}  # the chunk in progress, each seed drawn once
+
+    def tasks_for(seed_range: range) -> list[SeedTask]:
+        drawn.clear()
+        drawn.update((seed, swarm_scenario(seed)) for seed in seed_range)
+        return [swarm_task(seed, scenario) for seed, scenario in drawn.items()]
 
     def run_chunk(tasks: list[SeedTask], progress: Callable[[int, int], None] | None) -> list:
         try:
             rows = runner(tasks, progress)
         except ChunkInterrupted as stop:
-            raise ChunkInterrupted(_with_parameters(stop.rows)) from None
-        rows = _with_parameters(rows)
+            raise ChunkInterrupted(_with_parameters(stop.rows, drawn)) from None
+        rows = _with_parameters(rows, drawn)
         try:
             for row in rows:
                 if not row["ok"]:
-                    _keep_failing(out, row, minimize_runs, minimized)
+                    _keep_failing(out, row, drawn[row["seed"]], minimize_runs, minimized)
         except KeyboardInterrupt:  # the chunk's rows stand; the folder of one seed may not
             raise ChunkInterrupted(rows) from None
         return rows
@@ -111,7 +117,7 @@ def run_swarm(
         out,
         "swarm",
         seeds,
-        lambda seed_range: [swarm_task(seed) for seed in seed_range],
+        tasks_for,
         summary_of,
         report,
         SWARM_ROW_SCHEMA,
@@ -119,22 +125,25 @@ def run_swarm(
     return run_seed_chunks(plan, run_chunk, chunk_seeds=chunk_seeds, on_progress=on_progress)
 
 
-def _with_parameters(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _with_parameters(
+    rows: list[dict[str, Any]], drawn: dict[int, Scenario]
+) -> list[dict[str, Any]]:
     return [
-        row
-        | {"parameters": json.dumps(swarm_parameters(swarm_scenario(row["seed"])), sort_keys=True)}
+        row | {"parameters": json.dumps(swarm_parameters(drawn[row["seed"]]), sort_keys=True)}
         for row in rows
     ]
 
 
-def _keep_failing(out: Path, row: dict[str, Any], minimize_runs: int, minimized: list) -> None:
+def _keep_failing(
+    out: Path, row: dict[str, Any], scenario: Scenario, minimize_runs: int, minimized: list
+) -> None:
     """``failing/swarm_<seed>/scenario.toml`` and, within :data:`MAX_COUNTEREXAMPLES`, the
     seed's minimal counterexample beside it."""
     seed = row["seed"]
     folder = failing_folder(out, seed)
     folder.mkdir(parents=True, exist_ok=True)
     source = folder / "scenario.toml"
-    write_text_atomic(source, resolved_toml(swarm_scenario(seed)))
+    write_text_atomic(source, resolved_toml(scenario))
     if row["error"] or not minimize_runs or len(minimized) >= MAX_COUNTEREXAMPLES:
         return
     minimized.append(seed)
