@@ -4,14 +4,26 @@ task deployed afresh at attempt 0). The tasks' write-metadata state is redistrib
 parallelism (``models.flink.write_task.redistribute``): after a scale-up some new tasks restore
 nothing, so a restored instant waits for a deferred recommit, as in Hudi's
 ``testDeferredRecommitAfterScaleUp``; after a scale-down one task re-sends several events, which
-Hudi's coordinator files into one slot, the later overwriting the earlier (HUDI-4521)."""
+Hudi's coordinator files into one slot, the later overwriting the earlier (HUDI-4521).
+
+Random rescales (``rescale_per_hour``) pick a job and a parallelism in
+[1, ``rescale_max_writers``]; explore draws them as entries, the largest parallelism first."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from faults.base import FaultKind, Mark, NemesisPort, Option, Targets, job_target
+from faults.base import (
+    FaultKind,
+    HistoryContext,
+    Mark,
+    NemesisPort,
+    Option,
+    Targets,
+    Wanted,
+    job_target,
+)
 
 MAX_WRITERS = 256
 """The largest parallelism a rescale may ask for (a ``[[jobs]] writers`` bound)."""
@@ -33,6 +45,26 @@ class Rescale(FaultKind):
         port.record(self.event, value, index)
         port.rescale(target, writers)
 
+    def wanted(self, scenario: Any) -> list[Wanted]:
+        faults = scenario.faults
+        if faults.rescale_per_hour <= 0:
+            return []
+        jobs = tuple(job.name for job in scenario.jobs)
+        hours = scenario.scenario.duration_s / 3600
+        return [Wanted(jobs, faults.rescale_per_hour * hours, faults.rescale_max_writers)]
+
+    def from_event(
+        self, value: dict[str, Any], at_s: float, context: HistoryContext
+    ) -> dict[str, Any] | None:
+        if value.get("job_restarting"):  # changed nothing
+            return None
+        return {
+            "at_s": at_s,
+            "kind": self.name,
+            "target": value["job"],
+            "writers": value["writers"],
+        }
+
 
 KIND = Rescale(
     name="rescale",
@@ -41,4 +73,6 @@ KIND = Rescale(
     event="rescale",
     mark=Mark("D", "#1f77b4", "rescale"),
     options=(Option("writers", 1, MAX_WRITERS, "the new number of write tasks", required=True),),
+    rates=("rescale_per_hour",),
+    size_option="writers",
 )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 from pydantic import ConfigDict, Field, model_serializer, model_validator
 
 from faults import FAULT_KINDS, KINDS, canonical_name, fault_kind
+from faults.rescale import MAX_WRITERS as MAX_RESCALE_WRITERS
 from scenarios.errors import RuleViolation, show
 from scenarios.fields import (
     MS_PER_HOUR,
@@ -113,6 +114,11 @@ class FaultSpec(Spec):
     """Rate of clock steps (NTP corrections) per hour, each on one clock that takes instant times."""
     clock_jump_ms: integer_in(0, MS_PER_HOUR * 24) = 1000
     """Size bound of a random clock step: uniform in [-clock_jump_ms, clock_jump_ms], never 0."""
+    rescale_per_hour: PerHour = 0.0
+    """Rate of rescales per hour: a random job restarts from its last checkpoint with a random
+    number of write tasks."""
+    rescale_max_writers: integer_in(1, MAX_RESCALE_WRITERS) = 8
+    """Upper bound of a random rescale's write tasks: uniform in [1, rescale_max_writers]."""
     schedule: Annotated[tuple[ScheduledFault, ...], Field(strict=False)] = ()
     """Explicit faults at fixed times (``[[faults.schedule]]``), replayed exactly."""
 

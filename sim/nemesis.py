@@ -7,25 +7,27 @@ replay it exactly, and ``testbed explore`` can only shrink a failure if every fa
 entry it can delete. So each schedule entry is a small rule that fires once. What a kind does is
 its module in ``faults/``; when it fires is its hook, kept here:
 
-- timed kinds (``crash``, ``clock_jump``) fire at ``at_s`` exactly (a simpy process walks the
-  schedule).
-- notification kinds (``lose_ack``, ``delay_ack``, ``duplicate_ack``, applied in that order) hit the first checkpoint-complete notification
-  the job sends at or after ``at_s`` (with ``checkpoint = N``: the one for checkpoint N); each
-  entry hits one notification, so two ``lose_ack`` entries lose two notifications in a row. A
-  lost notification uses up only the ``lose_ack`` entry.
-- the checkpoint kind ``fail_checkpoint`` fails the first checkpoint triggered at or after ``at_s`` that gets all its
-  task ACKs (a checkpoint that times out on its own does not use the entry up).
-- the storage-write kind ``storage_failure`` fails the first storage write at or after ``at_s`` made by the target
-  process (or by any process of the target job). Processes are told apart by simpy's
-  ``active_process``, which :meth:`Nemesis.name_process` maps to its history name.
+- timed kinds (``crash``, ``clock_jump``, ``pause``, ``rescale``) fire at ``at_s`` exactly (a
+  simpy process walks the schedule).
+- notification kinds (``lose_ack``, ``delay_ack``, ``duplicate_ack``, applied in that order)
+  hit the first checkpoint-complete notification the job sends at or after ``at_s`` (with
+  ``checkpoint = N``: the one for checkpoint N); each entry hits one notification, so two
+  ``lose_ack`` entries lose two notifications in a row. A lost notification uses up only the
+  ``lose_ack`` entry.
+- the checkpoint kind ``fail_checkpoint`` fails the first checkpoint triggered at or after
+  ``at_s`` that gets all its task ACKs (a checkpoint that times out on its own does not use the
+  entry up).
+- the storage-write kind ``storage_failure`` fails the first storage write at or after ``at_s``
+  made by the target process (or by any process of the target job). Processes are told apart by
+  simpy's ``active_process``, which :meth:`Nemesis.name_process` maps to its history name.
 
 Faults stop when the run drains (``duration_s``): an entry that has not fired by then never does.
 Every fault is a history event of process ``nemesis``; a scheduled one carries ``"schedule": i``,
 its index in ``[[faults.schedule]]``, so a violation can be traced back to the entry behind it.
 
 Randomness: the random faults draw from their own named streams (``crash:writer``,
-``crash:coordinator``, ``nemesis/clock_jump``); scheduled faults draw nothing, so adding or
-removing an entry never moves a random draw.
+``crash:coordinator``, ``nemesis/clock_jump``, ``nemesis/rescale``); scheduled faults draw
+nothing, so adding or removing an entry never moves a random draw.
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ class Nemesis:
             self.env.process(self._random_crashes("coordinator", faults.coordinator_crash_per_hour))
         if faults.clock_jump_per_hour > 0 and faults.clock_jump_ms > 0:
             self.env.process(self._random_clock_jumps(faults.clock_jump_per_hour))
+        if faults.rescale_per_hour > 0:
+            self.env.process(self._random_rescales(faults.rescale_per_hour))
         timed_kinds = {kind.name for kind in kinds_with_hook("timed")}
         timed = [
             (at_ms(entry), index, entry)
@@ -129,6 +133,19 @@ class Nemesis:
             target = rng.choice(targets)
             delta_ms = rng.randint(1, bound) * rng.choice((-1, 1))
             fault_kind("clock_jump").fire(self, target, {"delta_ms": delta_ms}, None)
+
+    def _random_rescales(self, per_hour: float) -> Generator[Any, Any, None]:
+        """Rescale a random job to a random parallelism in [1, rescale_max_writers]."""
+        rng = self.world.rng.child("nemesis").child("rescale")
+        jobs = list(self.jobs_by_name)
+        rate_per_ms = per_hour / MS_PER_HOUR
+        while True:
+            yield self.env.timeout(max(1, int(rng.expovariate(rate_per_ms))))
+            if not self.active:
+                return
+            target = jobs[rng.randint(0, len(jobs) - 1)]
+            writers = rng.randint(1, self.faults.rescale_max_writers)
+            fault_kind("rescale").fire(self, target, {"writers": writers}, None)
 
     def _timed(self, entries: list[tuple[int, int, ScheduledFault]]) -> Generator[Any, Any, None]:
         """Fire the scheduled timed kinds at their times, in schedule order on ties."""

@@ -27,9 +27,9 @@ few thousand records a second) so thousands of seeds fit in a nightly job.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from faults import RANDOM_RATES
 from scenarios.schema import JobSpec, Scenario, SimSpec
 from sim.rng import Rng
 
@@ -150,22 +150,27 @@ def _job(rng: Rng, index: int, count: int, cow: bool, operation: str) -> dict[st
     return job
 
 
+RATE_DRAWS: dict[str, Callable[[Rng], float | int]] = {
+    "ack_loss": lambda r: round(r.uniform(0.05, 0.3), 3),
+    "ack_delay_ms": lambda r: r.randint(100, 3000),
+    "ack_duplicate": lambda r: round(r.uniform(0.05, 0.3), 3),
+    "checkpoint_failure": lambda r: round(r.uniform(0.05, 0.3), 3),
+    "writer_crash_per_hour": lambda r: float(r.randint(30, 240)),
+    "coordinator_crash_per_hour": lambda r: float(r.randint(30, 120)),
+    "storage_write_failure": lambda r: round(r.uniform(0.001, 0.01), 4),
+    "clock_jump_per_hour": lambda r: float(r.randint(30, 120)),
+}
+"""The random rates a swarm scenario switches on or off, each from its own stream, and how each
+value is drawn; rescales come only from the schedule (a scale-up: a random rescale may scale
+down, which loses data on Hudi's own rules, the finding ``rescale_down_lost_events``)."""
+
+
 def _faults(
     rng: Rng, time: dict[str, Any], sim: dict[str, Any], jobs: list[dict], duration_s: float
 ) -> dict[str, Any]:
     """The random fault rates, each on or off, and now and then a scheduled pause or rescale."""
-    draws = {
-        "ack_loss": lambda r: round(r.uniform(0.05, 0.3), 3),
-        "ack_delay_ms": lambda r: r.randint(100, 3000),
-        "ack_duplicate": lambda r: round(r.uniform(0.05, 0.3), 3),
-        "checkpoint_failure": lambda r: round(r.uniform(0.05, 0.3), 3),
-        "writer_crash_per_hour": lambda r: float(r.randint(30, 240)),
-        "coordinator_crash_per_hour": lambda r: float(r.randint(30, 120)),
-        "storage_write_failure": lambda r: round(r.uniform(0.001, 0.01), 4),
-        "clock_jump_per_hour": lambda r: float(r.randint(30, 120)),
-    }
     faults: dict[str, Any] = {}
-    for name, draw in draws.items():
+    for name, draw in RATE_DRAWS.items():
         stream = rng.child(name)
         if stream.bernoulli(0.5):
             faults[name] = draw(stream)
@@ -241,7 +246,7 @@ def swarm_parameters(scenario: Scenario) -> dict[str, str]:
         features[f"{name}.checkpoint_timeout"] = _on(
             job.checkpoint_timeout_s != default_job.checkpoint_timeout_s
         )
-    for rate in RANDOM_RATES:
+    for rate in RATE_DRAWS:
         features[f"faults.{rate}"] = _on(getattr(faults, rate))
     kinds = {entry.kind for entry in faults.schedule}
     for kind in ("pause", "rescale"):

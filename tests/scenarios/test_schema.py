@@ -82,6 +82,8 @@ DEFAULTS: dict[str, Any] = {
     "faults.ack_duplicate": 0,
     "faults.clock_jump_per_hour": 0,
     "faults.clock_jump_ms": 1000,
+    "faults.rescale_per_hour": 0,
+    "faults.rescale_max_writers": 8,
     "faults.schedule": (),
     "protocol.release": "latest",
     "protocol.file_slicing": "completion_time",
@@ -275,6 +277,8 @@ BAD_VALUES = [
     ("faults", "ack_duplicate = 1.1", "faults.ack_duplicate", "number in [0, 1]"),
     ("faults", "clock_jump_per_hour = -1", "faults.clock_jump_per_hour", "number in [0, "),
     ("faults", "clock_jump_ms = 1.5", "faults.clock_jump_ms", "integer in [0, "),
+    ("faults", "rescale_per_hour = -1", "faults.rescale_per_hour", "number in [0, "),
+    ("faults", "rescale_max_writers = 0", "faults.rescale_max_writers", "integer in [1, 256]"),
     ("faults", "schedule = 3", "faults.schedule", "one or more [[faults.schedule]] tables"),
     ("protocol", 'file_slicing = "x"', "protocol.file_slicing", "completion_time, base_instant"),
     ("protocol", 'slice_anchor = "x"', "protocol.slice_anchor", "earliest_completed, earliest_log"),
@@ -821,6 +825,8 @@ def scenario_dicts(draw: st.DrawFn) -> dict[str, Any]:
                 "ack_duplicate": probability,
                 "clock_jump_per_hour": non_negative,
                 "clock_jump_ms": any_int,
+                "rescale_per_hour": non_negative,
+                "rescale_max_writers": st.integers(min_value=1, max_value=256),
             }
         ),
         "protocol": some_of(
