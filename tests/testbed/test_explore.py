@@ -44,6 +44,7 @@ from testbed.explore_report import (
     report_lines,
     write_result,
 )
+from tests.testbed.test_explore_elsewhere import random_rates_only
 
 TWO_JOBS_FAULTY = """\
 [scenario]
@@ -476,29 +477,13 @@ def test_cli_explore_bad_scenario_is_one_line(tmp_path):
 
 KNOWN_BAD = [path.stem for path in catalog() if load_scenario(path).expect.violations]
 
-RATE_OF_KIND = {
-    "lose_ack": {"ack_loss": 0.2},
-    "delay_ack": {"ack_delay_ms": 3000},
-    "duplicate_ack": {"ack_duplicate": 0.2},
-    "fail_checkpoint": {"checkpoint_failure": 0.2},
-    "clock_jump": {"clock_jump_per_hour": 120},
-    "storage_failure": {"storage_write_failure": 0.01},
-}
-"""A random rate standing in for each kind of hand-placed fault."""
-
 
 def random_faults_only(name: str, folder: Path) -> Path:
     """The catalog scenario as a file with random faults only: a hand-placed schedule (some
     variants need one to show in a fixed run) is replaced by the random rate of each kind in it,
     which is what explore must work from."""
     data = catalog_scenario(name).model_dump(mode="json")
-    faults = data["faults"]
-    for entry in faults.pop("schedule"):
-        if entry["kind"] == "crash":
-            rate = "writer" if "/task-" in entry["target"] else "coordinator"
-            faults[f"{rate}_crash_per_hour"] = max(faults[f"{rate}_crash_per_hour"], 120)
-        else:
-            faults.update(RATE_OF_KIND[entry["kind"]])
+    data["faults"] = random_rates_only(data["faults"], ack_delay_ms=3000)
     path = folder / f"{name}.toml"
     path.write_text(tomli_w.dumps(data))
     return path
