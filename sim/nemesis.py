@@ -46,6 +46,7 @@ from sim.pauses import PausableEnvironment
 from sim.storage import SimStorage, StorageWriteError
 
 if TYPE_CHECKING:
+    from sim.rng import Rng
     from sim.world import World
 
 MS_PER_HOUR = 3_600_000
@@ -103,15 +104,23 @@ class Nemesis:
         """Faults fire until the run drains."""
         return not self.world.draining
 
-    def _random_crashes(self, kind: str, per_hour: float) -> Generator[Any, Any, None]:
-        """Crash a random job's writer or coordinator as a Poisson process."""
-        rng = self.world.rng.child(f"crash:{kind}")
-        jobs = list(self.jobs_by_name.values())
+    def _poisson(
+        self, rng: Rng, per_hour: float, fire_one: Callable[[Rng], None]
+    ) -> Generator[Any, Any, None]:
+        """Call ``fire_one`` as a Poisson process of ``per_hour`` events until the run drains;
+        each call draws its target from ``rng`` after the wait."""
         rate_per_ms = per_hour / MS_PER_HOUR
         while True:
             yield self.env.timeout(max(1, int(rng.expovariate(rate_per_ms))))
             if not self.active:
                 return
+            fire_one(rng)
+
+    def _random_crashes(self, kind: str, per_hour: float) -> Generator[Any, Any, None]:
+        """Crash a random job's writer or coordinator."""
+        jobs = list(self.jobs_by_name.values())
+
+        def crash_one(rng: Rng) -> None:
             job = jobs[rng.randint(0, len(jobs) - 1)]
             target = (
                 f"{job.name}/task-{rng.randint(0, job.parallelism - 1)}"
@@ -120,32 +129,34 @@ class Nemesis:
             )
             fault_kind("crash").fire(self, target, {}, None)
 
+        return self._poisson(self.world.rng.child(f"crash:{kind}"), per_hour, crash_one)
+
     def _random_clock_jumps(self, per_hour: float) -> Generator[Any, Any, None]:
         """Step a random instant-time clock by a non-zero amount within +-clock_jump_ms."""
-        rng = self.world.rng.child("nemesis").child("clock_jump")
         targets = fault_targets(self.world.scenario, "clock_jump")
         bound = self.faults.clock_jump_ms
-        rate_per_ms = per_hour / MS_PER_HOUR
-        while True:
-            yield self.env.timeout(max(1, int(rng.expovariate(rate_per_ms))))
-            if not self.active:
-                return
+
+        def jump_one(rng: Rng) -> None:
             target = rng.choice(targets)
             delta_ms = rng.randint(1, bound) * rng.choice((-1, 1))
             fault_kind("clock_jump").fire(self, target, {"delta_ms": delta_ms}, None)
 
+        return self._poisson(
+            self.world.rng.child("nemesis").child("clock_jump"), per_hour, jump_one
+        )
+
     def _random_rescales(self, per_hour: float) -> Generator[Any, Any, None]:
         """Rescale a random job to a random parallelism in [1, rescale_max_writers]."""
-        rng = self.world.rng.child("nemesis").child("rescale")
         jobs = list(self.jobs_by_name)
-        rate_per_ms = per_hour / MS_PER_HOUR
-        while True:
-            yield self.env.timeout(max(1, int(rng.expovariate(rate_per_ms))))
-            if not self.active:
-                return
+
+        def rescale_one(rng: Rng) -> None:
             target = jobs[rng.randint(0, len(jobs) - 1)]
             writers = rng.randint(1, self.faults.rescale_max_writers)
             fault_kind("rescale").fire(self, target, {"writers": writers}, None)
+
+        return self._poisson(
+            self.world.rng.child("nemesis").child("rescale"), per_hour, rescale_one
+        )
 
     def _timed(self, entries: list[tuple[int, int, ScheduledFault]]) -> Generator[Any, Any, None]:
         """Fire the scheduled timed kinds at their times, in schedule order on ties."""

@@ -12,8 +12,6 @@ from __future__ import annotations
 import gc
 import json
 import shlex
-import subprocess
-import sys
 import weakref
 from pathlib import Path
 from typing import Any
@@ -44,7 +42,7 @@ from testbed.explore_report import (
     report_lines,
     write_result,
 )
-from tests.testbed.test_explore_elsewhere import random_rates_only
+from tests.testbed.test_explore_elsewhere import explore_cli, random_rates_only
 
 TWO_JOBS_FAULTY = """\
 [scenario]
@@ -507,23 +505,7 @@ def test_explore_catches_every_known_bad_catalog_variant(name, tmp_path):
     the slow ones spend their time shrinking (60-150 runs of up to 60 simulated seconds)."""
     source = random_faults_only(name, tmp_path)
     out = tmp_path / "search"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "testbed.cli",
-            "explore",
-            str(source),
-            *("--examples", "300", "--shrink-runs", "150", "--max-duration-s", "60"),
-            *("--out", str(out), "-q"),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=3600,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr  # caught (and replayed)
-    summary = json.loads((out / "explore.json").read_text())
+    summary = explore_cli(source, out, examples=300, shrink_runs=150)  # caught (and replayed)
     assert summary["found"] and not summary["error"]
     expected = catalog_scenario(name).expect.violations
     assert set(summary["violated"]) & set(expected)

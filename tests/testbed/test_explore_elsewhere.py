@@ -18,6 +18,7 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -113,6 +114,29 @@ def elsewhere(name: str) -> dict[str, Any]:
     return data
 
 
+def explore_cli(source: Path, out: Path, *, examples: int, shrink_runs: int) -> dict[str, Any]:
+    """``testbed explore`` on ``source`` in a process of its own (a search of hundreds of runs
+    should not share one with other tests), runs of up to 60 s; its ``explore.json``. Exit 0:
+    the variant was caught and its counterexample replays to the same violation."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "testbed.cli",
+            "explore",
+            str(source),
+            *("--examples", str(examples), "--shrink-runs", str(shrink_runs)),
+            *("--max-duration-s", "60", "--out", str(out), "-q"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=3600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads((out / "explore.json").read_text())
+
+
 @pytest.mark.parametrize("name", VARIANTS)
 def test_a_moved_variant_keeps_its_rules_and_changes_its_load(name):
     variant = load_scenario(catalog_dir() / f"{name}.toml")
@@ -168,24 +192,7 @@ def test_explore_catches_every_known_bad_variant_elsewhere(name, tmp_path):
     deferred_recommit_lost 165. 28 min of wall time on 2 cores for the 24."""
     source = tmp_path / f"{name}_elsewhere.toml"
     source.write_text(tomli_w.dumps(elsewhere(name)))
-    out = tmp_path / "search"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "testbed.cli",
-            "explore",
-            str(source),
-            *("--examples", str(EXAMPLES), "--shrink-runs", "60", "--max-duration-s", "60"),
-            *("--out", str(out), "-q"),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=3600,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    summary = json.loads((out / "explore.json").read_text())
+    summary = explore_cli(source, tmp_path / "search", examples=EXAMPLES, shrink_runs=60)
     assert summary["found"] and not summary["error"]
     assert summary["examples"] <= EXAMPLES
     expected = load_scenario(source).expect.violations
