@@ -3,7 +3,10 @@ VM or container), as Jepsen's pause nemesis does. It stops at its next protocol 
 (a lock, a sleep) or the next message it takes, and keeps what it holds, so a coordinator paused
 inside TrueTime's lock or a commit (``StreamWriteOperatorCoordinator`` committing under the table
 lock) stalls every process waiting on that lock, and writers in blocking mode wait for its next
-instant. A coordinator's write-client heartbeat timer stops with it (``sim/table_services.py``)."""
+instant. A coordinator's write-client heartbeat timer stops with it (``sim/table_services.py``).
+
+Random pauses (``pause_per_hour``) pick one of those processes and a length in
+[1, ``pause_max_ms``]; explore draws them as entries, the longest first."""
 
 from __future__ import annotations
 
@@ -13,10 +16,12 @@ from typing import Any
 from faults.base import (
     MS_PER_HOUR,
     FaultKind,
+    HistoryContext,
     Mark,
     NemesisPort,
     Option,
     Targets,
+    Wanted,
     coordinator_and_compactor,
 )
 
@@ -32,6 +37,24 @@ class Pause(FaultKind):
         port.record(self.event, {"process": target, "duration_ms": duration_ms}, index)
         port.pause(target, duration_ms)
 
+    def wanted(self, scenario: Any) -> list[Wanted]:
+        faults = scenario.faults
+        if faults.pause_per_hour <= 0:
+            return []
+        targets = [t for job in scenario.jobs for t in self.targets(scenario, job).before]
+        hours = scenario.scenario.duration_s / 3600
+        return [Wanted(tuple(targets), faults.pause_per_hour * hours, faults.pause_max_ms)]
+
+    def from_event(
+        self, value: dict[str, Any], at_s: float, context: HistoryContext
+    ) -> dict[str, Any] | None:
+        return {
+            "at_s": at_s,
+            "kind": self.name,
+            "target": value["process"],
+            "duration_ms": value["duration_ms"],
+        }
+
 
 KIND = Pause(
     name="pause",
@@ -40,4 +63,6 @@ KIND = Pause(
     event="pause",
     mark=Mark("s", "#6c6c6c", "process pause"),
     options=(Option("duration_ms", 1, MS_PER_HOUR, "how long it stops", required=True),),
+    rates=("pause_per_hour",),
+    size_option="duration_ms",
 )

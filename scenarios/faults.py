@@ -119,6 +119,10 @@ class FaultSpec(Spec):
     number of write tasks."""
     rescale_max_writers: integer_in(1, MAX_RESCALE_WRITERS) = 8
     """Upper bound of a random rescale's write tasks: uniform in [1, rescale_max_writers]."""
+    pause_per_hour: PerHour = 0.0
+    """Rate of process pauses per hour (a long GC), each on one coordinator or compactor."""
+    pause_max_ms: integer_in(1, MS_PER_HOUR) = 2000
+    """Upper bound of a random pause: uniform in [1, pause_max_ms]."""
     schedule: Annotated[tuple[ScheduledFault, ...], Field(strict=False)] = ()
     """Explicit faults at fixed times (``[[faults.schedule]]``), replayed exactly."""
 

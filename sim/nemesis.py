@@ -26,8 +26,8 @@ Every fault is a history event of process ``nemesis``; a scheduled one carries `
 its index in ``[[faults.schedule]]``, so a violation can be traced back to the entry behind it.
 
 Randomness: the random faults draw from their own named streams (``crash:writer``,
-``crash:coordinator``, ``nemesis/clock_jump``, ``nemesis/rescale``); scheduled faults draw
-nothing, so adding or removing an entry never moves a random draw.
+``crash:coordinator``, ``nemesis/clock_jump``, ``nemesis/rescale``, ``nemesis/pause``);
+scheduled faults draw nothing, so adding or removing an entry never moves a random draw.
 """
 
 from __future__ import annotations
@@ -90,6 +90,8 @@ class Nemesis:
             self.env.process(self._random_clock_jumps(faults.clock_jump_per_hour))
         if faults.rescale_per_hour > 0:
             self.env.process(self._random_rescales(faults.rescale_per_hour))
+        if faults.pause_per_hour > 0:
+            self.env.process(self._random_pauses(faults.pause_per_hour))
         timed_kinds = {kind.name for kind in kinds_with_hook("timed")}
         timed = [
             (at_ms(entry), index, entry)
@@ -157,6 +159,17 @@ class Nemesis:
         return self._poisson(
             self.world.rng.child("nemesis").child("rescale"), per_hour, rescale_one
         )
+
+    def _random_pauses(self, per_hour: float) -> Generator[Any, Any, None]:
+        """Pause a random coordinator or compactor for a random time in [1, pause_max_ms]."""
+        targets = fault_targets(self.world.scenario, "pause")
+
+        def pause_one(rng: Rng) -> None:
+            target = rng.choice(targets)
+            duration_ms = rng.randint(1, self.faults.pause_max_ms)
+            fault_kind("pause").fire(self, target, {"duration_ms": duration_ms}, None)
+
+        return self._poisson(self.world.rng.child("nemesis").child("pause"), per_hour, pause_one)
 
     def _timed(self, entries: list[tuple[int, int, ScheduledFault]]) -> Generator[Any, Any, None]:
         """Fire the scheduled timed kinds at their times, in schedule order on ties."""

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from faults.base import HistoryContext
+from faults.pause import KIND
 from scenarios.schema import ScenarioError, parse_scenario
 from sim.world import World
+from testbed.explore_draw import fault_plan
 from tests.sim.test_nemesis import SERVICES_JOB, entry, faults_of, run
 from tests.sim.test_world import scenario_toml
 
@@ -61,3 +64,34 @@ def test_a_pause_shows_in_the_scenario_file_written_back():
     (entry_,) = World(parse_scenario(text)).scenario.faults.schedule
     assert entry_.option("duration_ms") == 7
     assert entry_.model_dump(mode="json")["duration_ms"] == 7
+
+
+def test_random_pauses_hit_a_coordinator_or_compactor_within_the_bound():
+    outcome = run(pause_per_hour=900, pause_max_ms=700)
+    pauses = faults_of(outcome, "pause")
+    assert len(pauses) >= 2
+    for pause in pauses:
+        assert pause.value["process"] in ("ingest/coordinator", "ingest/compactor")
+        assert 1 <= pause.value["duration_ms"] <= 700 and "schedule" not in pause.value
+
+
+def test_a_random_pause_reads_back_as_the_entry_that_replays_it():
+    context = HistoryContext(jobs=("ingest",), last_checkpoint={})
+    value = {"process": "ingest/coordinator", "duration_ms": 300}
+    assert KIND.from_event(value, 4.5, context) == {
+        "at_s": 4.5,
+        "kind": "pause",
+        "target": "ingest/coordinator",
+        "duration_ms": 300,
+    }
+
+
+def test_explore_draws_pauses_from_the_rate():
+    scenario = parse_scenario(
+        scenario_toml(
+            duration_s=60, jobs=(SERVICES_JOB,), faults={"pause_per_hour": 120, "pause_max_ms": 900}
+        )
+    )
+    (plan,) = [p for p in fault_plan(scenario) if p.kind == "pause"]
+    assert (plan.max_entries, plan.bound) == (4, 900)
+    assert set(plan.targets) == {"ingest/coordinator", "ingest/compactor"}

@@ -84,6 +84,8 @@ DEFAULTS: dict[str, Any] = {
     "faults.clock_jump_ms": 1000,
     "faults.rescale_per_hour": 0,
     "faults.rescale_max_writers": 8,
+    "faults.pause_per_hour": 0,
+    "faults.pause_max_ms": 2000,
     "faults.schedule": (),
     "protocol.release": "latest",
     "protocol.file_slicing": "completion_time",
@@ -279,6 +281,8 @@ BAD_VALUES = [
     ("faults", "clock_jump_ms = 1.5", "faults.clock_jump_ms", "integer in [0, "),
     ("faults", "rescale_per_hour = -1", "faults.rescale_per_hour", "number in [0, "),
     ("faults", "rescale_max_writers = 0", "faults.rescale_max_writers", "integer in [1, 256]"),
+    ("faults", "pause_per_hour = -1", "faults.pause_per_hour", "number in [0, "),
+    ("faults", "pause_max_ms = 0", "faults.pause_max_ms", "integer in [1, "),
     ("faults", "schedule = 3", "faults.schedule", "one or more [[faults.schedule]] tables"),
     ("protocol", 'file_slicing = "x"', "protocol.file_slicing", "completion_time, base_instant"),
     ("protocol", 'slice_anchor = "x"', "protocol.slice_anchor", "earliest_completed, earliest_log"),
@@ -827,6 +831,8 @@ def scenario_dicts(draw: st.DrawFn) -> dict[str, Any]:
                 "clock_jump_ms": any_int,
                 "rescale_per_hour": non_negative,
                 "rescale_max_writers": st.integers(min_value=1, max_value=256),
+                "pause_per_hour": non_negative,
+                "pause_max_ms": st.integers(min_value=1, max_value=60_000),
             }
         ),
         "protocol": some_of(

@@ -46,6 +46,7 @@ RATES_OF_KIND: dict[str, dict[str, Any]] = {
     "writer_crash": {"writer_crash_per_hour": 120},
     "coordinator_crash": {"coordinator_crash_per_hour": 120},
     "rescale": {"rescale_per_hour": 120},
+    "pause": {"pause_per_hour": 120},
 }
 """The random rate standing in for each kind of hand-placed fault (ACK delays: see
 :func:`random_rates_only`)."""
@@ -87,8 +88,8 @@ def _moved_job(job: dict[str, Any]) -> dict[str, Any]:
 
 def random_rates_only(faults: dict[str, Any], *, ack_delay_ms: int) -> dict[str, Any]:
     """``[faults]`` with its schedule replaced by the random rate of each kind in it
-    (:data:`RATES_OF_KIND`; a rescale's writers bound the random ones' and ACK delays are at
-    most ``ack_delay_ms``)."""
+    (:data:`RATES_OF_KIND`; a rescale's writers and a pause's length bound the random ones', and
+    ACK delays are at most ``ack_delay_ms``)."""
     faults = dict(faults)
     for entry in faults.pop("schedule"):
         rates = RATES_OF_KIND.get(_kind_of(entry), {"ack_delay_ms": ack_delay_ms})
@@ -96,6 +97,8 @@ def random_rates_only(faults: dict[str, Any], *, ack_delay_ms: int) -> dict[str,
             faults[rate] = max(faults[rate], value)
         if entry["kind"] == "rescale":
             faults["rescale_max_writers"] = max(faults["rescale_max_writers"], entry["writers"])
+        if entry["kind"] == "pause":
+            faults["pause_max_ms"] = max(faults["pause_max_ms"], entry["duration_ms"])
     faults["ack_delay_ms"] = min(faults["ack_delay_ms"], ack_delay_ms)
     return faults
 
