@@ -22,7 +22,7 @@ This package sits below ``scenarios`` (the scenario format needs every kind's ke
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -214,6 +214,28 @@ def per_job(scenario: Any, rate: float) -> list[Wanted]:
         for job in scenario.jobs
         if rate > 0
     ]
+
+
+def per_hour(scenario: Any, targets: Sequence[str], rate: float, bound: int = 0) -> list[Wanted]:
+    """One :class:`Wanted` for a rate per hour of the run among ``targets`` (none at rate 0)."""
+    if rate <= 0:
+        return []
+    hours = scenario.scenario.duration_s / 3600
+    return [Wanted(tuple(targets), rate * hours, bound)]
+
+
+def named_targets(kind: FaultKind, scenario: Any) -> list[str]:
+    """The named processes ``kind`` may hit in every job of ``scenario``."""
+    return [target for job in scenario.jobs for target in kind.targets(scenario, job).before]
+
+
+def timed_entry(kind: FaultKind, value: Mapping[str, Any], at_s: float, target: str) -> dict:
+    """The schedule entry that replays a timed fault from its history event ``value``: the
+    target under the event's key ``target``, and the kind's size option."""
+    entry = {"at_s": at_s, "kind": kind.name, "target": value[target]}
+    if kind.size_option is not None:
+        entry[kind.size_option] = value[kind.size_option]
+    return entry
 
 
 def has_compactor(scenario: Any, job: Any) -> bool:

@@ -17,6 +17,9 @@ from faults.base import (
     Targets,
     Wanted,
     coordinator_and_compactor,
+    named_targets,
+    per_hour,
+    timed_entry,
 )
 
 
@@ -35,21 +38,15 @@ class ClockJump(FaultKind):
 
     def wanted(self, scenario: Any) -> list[Wanted]:
         faults = scenario.faults
-        if not (faults.clock_jump_per_hour > 0 and faults.clock_jump_ms):
+        if not faults.clock_jump_ms:
             return []
-        targets = [t for job in scenario.jobs for t in self.targets(scenario, job).before]
-        hours = scenario.scenario.duration_s / 3600
-        return [Wanted(tuple(targets), faults.clock_jump_per_hour * hours, faults.clock_jump_ms)]
+        targets = named_targets(self, scenario)
+        return per_hour(scenario, targets, faults.clock_jump_per_hour, faults.clock_jump_ms)
 
     def from_event(
         self, value: dict[str, Any], at_s: float, context: HistoryContext
     ) -> dict[str, Any] | None:
-        return {
-            "at_s": at_s,
-            "kind": self.name,
-            "target": value["process"],
-            "delta_ms": value["delta_ms"],
-        }
+        return timed_entry(self, value, at_s, "process")
 
 
 KIND = ClockJump(

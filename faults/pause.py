@@ -23,6 +23,9 @@ from faults.base import (
     Targets,
     Wanted,
     coordinator_and_compactor,
+    named_targets,
+    per_hour,
+    timed_entry,
 )
 
 
@@ -39,21 +42,13 @@ class Pause(FaultKind):
 
     def wanted(self, scenario: Any) -> list[Wanted]:
         faults = scenario.faults
-        if faults.pause_per_hour <= 0:
-            return []
-        targets = [t for job in scenario.jobs for t in self.targets(scenario, job).before]
-        hours = scenario.scenario.duration_s / 3600
-        return [Wanted(tuple(targets), faults.pause_per_hour * hours, faults.pause_max_ms)]
+        targets = named_targets(self, scenario)
+        return per_hour(scenario, targets, faults.pause_per_hour, faults.pause_max_ms)
 
     def from_event(
         self, value: dict[str, Any], at_s: float, context: HistoryContext
     ) -> dict[str, Any] | None:
-        return {
-            "at_s": at_s,
-            "kind": self.name,
-            "target": value["process"],
-            "duration_ms": value["duration_ms"],
-        }
+        return timed_entry(self, value, at_s, "process")
 
 
 KIND = Pause(

@@ -23,6 +23,9 @@ from faults.base import (
     Targets,
     Wanted,
     job_target,
+    named_targets,
+    per_hour,
+    timed_entry,
 )
 
 MAX_WRITERS = 256
@@ -47,23 +50,15 @@ class Rescale(FaultKind):
 
     def wanted(self, scenario: Any) -> list[Wanted]:
         faults = scenario.faults
-        if faults.rescale_per_hour <= 0:
-            return []
-        jobs = tuple(job.name for job in scenario.jobs)
-        hours = scenario.scenario.duration_s / 3600
-        return [Wanted(jobs, faults.rescale_per_hour * hours, faults.rescale_max_writers)]
+        targets = named_targets(self, scenario)
+        return per_hour(scenario, targets, faults.rescale_per_hour, faults.rescale_max_writers)
 
     def from_event(
         self, value: dict[str, Any], at_s: float, context: HistoryContext
     ) -> dict[str, Any] | None:
         if value.get("job_restarting"):  # changed nothing
             return None
-        return {
-            "at_s": at_s,
-            "kind": self.name,
-            "target": value["job"],
-            "writers": value["writers"],
-        }
+        return timed_entry(self, value, at_s, "job")
 
 
 KIND = Rescale(
