@@ -19,7 +19,9 @@ from invariants.liveness import check_liveness
 from invariants.merge_convergence import check_merge_convergence
 from invariants.no_data_loss import check_no_data_loss
 from invariants.no_uncommitted_read import check_no_uncommitted_read
+from invariants.placement import check_placement
 from invariants.slicing import check_slicing
+from invariants.unique_key import check_unique_key
 from invariants.verdict import Verdict
 from models.history import Event
 from models.view.table import HudiTable
@@ -37,6 +39,8 @@ CHECKERS: dict[str, Checker] = {
     "no_uncommitted_read": check_no_uncommitted_read,
     "merge_convergence": check_merge_convergence,
     "liveness": lambda events, _table: check_liveness(events),
+    "unique_key": check_unique_key,
+    "placement": check_placement,
 }
 """Invariant name -> checker; the names are those of ``scenarios.schema.INVARIANTS``."""
 

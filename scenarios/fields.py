@@ -21,6 +21,8 @@ INVARIANTS: tuple[str, ...] = (
     "no_uncommitted_read",
     "merge_convergence",
     "liveness",
+    "unique_key",
+    "placement",
 )
 """Invariant names an ``[expect] violations`` list may use (docs/protocol.md section 9; the names are
 a public contract). The one list of them: a checker added later appends its name here.

@@ -144,3 +144,55 @@ def repeated_string(value: str, n: int) -> pa.Array:
     if not encoded:
         offsets = np.zeros(n + 1, np.int32)
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(encoded * n))
+
+
+_UINT32 = np.uint64(0xFFFFFFFF)
+
+
+def _powers_of_31(count: int) -> np.ndarray:
+    """``31 ** i mod 2 ** 32`` for ``i < count``, as uint64."""
+    powers = np.ones(max(count, 1), np.uint64)
+    for i in range(1, count):
+        powers[i] = (powers[i - 1] * np.uint64(31)) & _UINT32
+    return powers
+
+
+def java_string_hashes(strings: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Java's ``String.hashCode`` of each string (``s[0]*31^(n-1) + ... + s[n-1]``, 32-bit wrap
+    around), as unsigned values in a uint64 array, straight from Arrow's buffers.
+
+    ASCII text is hashed column-wise (a byte is its UTF-16 code unit): each byte weighted by
+    ``31`` to the power of the characters after it, summed per string with one cumulative sum
+    (uint64 arithmetic wraps modulo ``2**64``, a multiple of ``2**32``). Any other text, whose
+    UTF-16 code units differ from its bytes, is hashed string by string."""
+    if isinstance(strings, pa.ChunkedArray):
+        strings = strings.combine_chunks() if strings.num_chunks else pa.array([], pa.string())
+    strings = strings.cast(pa.large_string())
+    n = len(strings)
+    if n == 0:
+        return np.zeros(0, np.uint64)
+    if strings.null_count:
+        raise ValueError("a record key is never null")
+    _, offsets_buffer, data_buffer = strings.buffers()
+    offsets = np.frombuffer(offsets_buffer, np.int64, n + 1, strings.offset * 8)
+    begin, end = int(offsets[0]), int(offsets[-1])
+    data = np.frombuffer(data_buffer, np.uint8, end - begin, begin) if end > begin else None
+    if data is None:
+        return np.zeros(n, np.uint64)
+    if data.max() >= 0x80:
+        return np.array([_java_hash(s) for s in strings.to_pylist()], np.uint64)
+    lengths = np.diff(offsets)
+    owner = np.repeat(np.arange(n), lengths)
+    after = (offsets[1:] - begin)[owner] - 1 - np.arange(end - begin)
+    weighted = data.astype(np.uint64) * _powers_of_31(int(lengths.max()))[after]
+    totals = np.zeros(end - begin + 1, np.uint64)
+    np.cumsum(weighted, out=totals[1:])
+    return (totals[offsets[1:] - begin] - totals[offsets[:-1] - begin]) & _UINT32
+
+
+def _java_hash(text: str) -> int:
+    units = text.encode("utf-16-le")
+    h = 0
+    for unit in np.frombuffer(units, "<u2").tolist():
+        h = (h * 31 + unit) & 0xFFFFFFFF
+    return h

@@ -39,7 +39,7 @@ from functools import cache, lru_cache
 import numpy as np
 import pyarrow as pa
 
-from models.format.arrow_strings import decimal_strings, decimal_suffixes
+from models.format.arrow_strings import decimal_strings, java_string_hashes
 
 OPERATIONS = ("upsert", "insert")
 PARTITION_FIELD = "part"
@@ -268,14 +268,12 @@ def bucket_of(file_id: str) -> int:
 
 
 def bucket_ids(keys: pa.ChunkedArray | pa.Array, buckets: int) -> np.ndarray:
-    """Hudi's simple bucket index: a fixed hash of the record key modulo the bucket count.
-
-    Hudi hashes the key with Java's ``String.hashCode``; any fixed hash works as long as every job
-    and every restart agrees, which is the property NBCC relies on (a key always maps to one file
-    group). Upsert keys are ``k<id>``, so the hash is taken of the numeric id, column-wise.
-    """
+    """Hudi's simple bucket index of each record key (``BucketIdentifier#getBucketId``): the hash
+    of the one-element list of hash-key values (a simple key is its own, ``KeyGenUtils
+    #extractRecordKeysByFields``), ``31 * 1 + key.hashCode()``, with the sign bit cleared
+    (``& Integer.MAX_VALUE``), modulo the bucket count. Every job and every restart agrees on it,
+    which NBCC relies on (a key always maps to one file group)."""
     if len(keys) == 0:
         return np.zeros(0, np.int64)
-    ids = decimal_suffixes(keys, 1)
-    salted = splitmix64(ids.astype(np.uint64) ^ np.uint64(0x5BD1E995))
-    return (salted % np.uint64(buckets)).astype(np.int64)
+    list_hash = (np.uint64(31) + java_string_hashes(keys)) & np.uint64(0x7FFFFFFF)
+    return (list_hash % np.uint64(buckets)).astype(np.int64)

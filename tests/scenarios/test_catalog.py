@@ -45,7 +45,7 @@ EXPECTED = {
     "partial_buffer_snapshot": ("exactly_once", "no_data_loss"),
     "release_1_1_partial_buffers": ("exactly_once", "no_data_loss"),
     "paused_coordinator_rolled_back": ("exactly_once", "liveness", "no_data_loss"),
-    "duplicate_bucket_file_id": ("liveness", "merge_convergence", "no_data_loss"),
+    "duplicate_bucket_file_id": ("liveness", "merge_convergence", "no_data_loss", "unique_key"),
     "blocked_instant_requests": ("liveness",),
     "release_1_1_blocked_instant_requests": ("liveness",),
     "truetime_instant_ceiling": (),
@@ -79,7 +79,13 @@ EXPECTED = {
     "pending_compaction_reads": (),
     "late_last_notification": (),
     "heavy_late_ack": (),
-    "occ_cow_low": ("exactly_once", "liveness", "merge_convergence", "no_data_loss"),
+    "occ_cow_low": (
+        "exactly_once",
+        "liveness",
+        "merge_convergence",
+        "no_data_loss",
+        "unique_key",
+    ),
 }
 
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from models.format.arrow_strings import (
     decimal_strings,
     decimal_suffixes,
+    java_string_hashes,
     numbered_strings,
     repeated_string,
 )
@@ -81,3 +82,31 @@ def test_repeated_string_equals_arrow_repeat(value: str, n: int):
 def test_repeated_string_refuses_more_than_one_array_holds():
     with pytest.raises(ValueError, match="2\\*\\*31"):
         repeated_string("x" * 1024, 2**21)
+
+
+def _java_hash(text: str) -> int:
+    """Java's ``String.hashCode`` by its definition, ``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16
+    code units, 32-bit."""
+    units = text.encode("utf-16-be")
+    codes = [units[i] << 8 | units[i + 1] for i in range(0, len(units), 2)]
+    n = len(codes)
+    return sum(c * 31 ** (n - 1 - i) for i, c in enumerate(codes)) % 2**32
+
+
+def test_java_string_hashes_known_values():
+    got = java_string_hashes(pa.array(["hello", "polygenelubricants", "", "a", "k00000001"]))
+    # "hello".hashCode() == 99162322; "polygenelubricants".hashCode() == Integer.MIN_VALUE
+    assert got.tolist() == [99162322, 2**31, 0, 97, _java_hash("k00000001")]
+    assert got.dtype == np.uint64
+
+
+@given(st.lists(st.text(max_size=12), max_size=40), st.integers(0, 5))
+@example(["é", "ab", "\U0001f600"], 1)  # non-ASCII: UTF-16 code units, a surrogate pair
+def test_java_string_hashes_match_the_definition(texts: list[str], cut: int):
+    array = pa.array(texts, pa.string())
+    expected = [_java_hash(t) for t in texts]
+    assert java_string_hashes(array).tolist() == expected
+    sliced = array.slice(min(cut, len(texts)))
+    assert java_string_hashes(sliced).tolist() == expected[min(cut, len(texts)) :]
+    chunked = pa.chunked_array([array.slice(0, cut), array.slice(cut)], pa.string())
+    assert java_string_hashes(chunked).tolist() == expected

@@ -258,3 +258,12 @@ def test_records_at_a_column_group():
     s = source(columns=("a", "b"), ordering_field="ts_ab")
     rows = s.batch(100, 160)
     assert s.records_at(np.array([159, 100])).equals(rows.take(pa.array([59, 0])))
+
+
+def test_bucket_ids_are_hudis():
+    # BucketIdentifier#getBucketId: (List.of("k1").hashCode() & Integer.MAX_VALUE) % n, where
+    # List.of("k1").hashCode() = 31 * 1 + "k1".hashCode() = 31 + (107 * 31 + 49) = 3397
+    assert bucket_ids(pa.array(["k1"]), 4).tolist() == [3397 % 4]
+    assert bucket_ids(pa.array(["k1"]), 7).tolist() == [3397 % 7]
+    # "polygenelubricants".hashCode() is Integer.MIN_VALUE: + 31, then the sign bit cleared
+    assert bucket_ids(pa.array(["polygenelubricants"]), 1000).tolist() == [31 % 1000]
