@@ -2,7 +2,7 @@
 writes them, and the raw pyarrow writes they are compared with.
 
 The simulator's write path (``sim/flink/write_function.py``): a write task's flush goes through
-:func:`models.flink.write_task.write_records` (bucket index: one file group per (partition, bucket),
+:func:`models.flink.write_files.write_records` (bucket index: one file group per (partition, bucket),
 parquet log blocks on MERGE_ON_READ), the coordinator commits the write statuses, and compaction
 merges each slice into a base file (:meth:`models.write.writer.TableWriter.write_base_file`). Here the
 same calls run synchronously over a fake clock (:func:`models.ports.run`), without the event loop,
@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from models.flink.write_task import FileLayout, bucket_file_id, write_records
+from models.flink.write_files import FileLayout, bucket_file_id, write_records
 from models.format.arrow_strings import decimal_strings, decimal_suffixes
 from models.format.commit_metadata import WriteStat
 from models.format.records import (
@@ -77,7 +77,7 @@ def file_group_chunks(
     rows: pa.Table, buckets: int = BUCKETS_PER_PARTITION
 ) -> list[tuple[str, str, pa.Table]]:
     """``rows`` split as the bucket index splits them: (partition path, file id, rows) per file
-    group, in the order :func:`models.flink.write_task.write_records` writes them."""
+    group, in the order :func:`models.flink.write_files.write_records` writes them."""
     parts = decimal_suffixes(rows.column(PARTITION_FIELD), 1)
     groups = parts * buckets + bucket_ids(rows.column(RECORD_KEY_FIELD), buckets)
     chunks = []

@@ -33,7 +33,7 @@ from collections.abc import Generator
 from typing import Any
 
 from models.flink.coordinator import WriteCoordinator
-from models.flink.write_task import FileLayout
+from models.flink.write_files import FileLayout
 from models.format.records import ORDERING_FIELD, RecordSource
 from scenarios.tables import JobSpec
 from sim.flink.checkpoint_coordinator import (

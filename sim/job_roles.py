@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from models.flink.coordinator import RestoreRules, WriteCoordinator
 from models.flink.write_buffer import BufferOptions
-from models.flink.write_task import FileLayout, WriteTask
+from models.flink.write_files import FileLayout
+from models.flink.write_task import WriteTask
 from models.format.records import RecordSource
 from models.txn.write_config import NON_BLOCKING_CONCURRENCY_CONTROL, job_concurrency_mode
 from scenarios.tables import JobSpec

@@ -29,31 +29,22 @@ them at every attempt (``"every_attempt"``). The variant ``persist_write_meta = 
 events, which reproduces HUDI-9570's data loss (fixed upstream by keeping the write metadata in
 the coordinator's checkpoint, apache/hudi PR #13543; docs/protocol.md section 6.6).
 
-:func:`write_records` is the I/O half of a flush: it turns one precombined batch into Hudi data
-files through :class:`models.write.writer.TableWriter`, in the file layout of Flink's bucket index
-(upsert: one file group per (partition, bucket), logs on MERGE_ON_READ, merged base files on
-COPY_ON_WRITE) or of append mode (insert: a new base file per partition and flush).
+The I/O half of a flush is :mod:`models.flink.write_files`.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
 
-from models.flink.bucket_index import BucketIndex
 from models.flink.precombine import precombine
 from models.flink.write_buffer import BufferOptions, WriteBuffer, binary_row_sizes_bytes
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
-from models.format.arrow_strings import decimal_suffixes
-from models.format.commit_metadata import WriteStat
-from models.format.records import PARTITION_FIELD, RECORD_KEY_FIELD, bucket_ids
-from models.format.records import partition_path as partition_path_of
-from models.timeline.instant import Instant
-from models.write.writer import TableWriter
+from models.flink.write_files import partition_indexes
+from models.format.records import RECORD_KEY_FIELD, bucket_ids
 
 
 @dataclass(frozen=True)
@@ -143,7 +134,7 @@ class WriteTask:
     def _bucket_keys(self, batch: pa.Table) -> np.ndarray:
         """A bucket per file group: ``partition * buckets + bucket`` for upsert (the bucket
         index), the partition for insert (append mode writes a file group per partition)."""
-        parts = _partition_indexes(batch).astype(np.int64)
+        parts = partition_indexes(batch).astype(np.int64)
         if self.operation != "upsert":
             return parts * self.buckets_per_partition
         keys = bucket_ids(batch.column(RECORD_KEY_FIELD), self.buckets_per_partition)
@@ -219,185 +210,3 @@ def redistribute(states: tuple[TaskState, ...], parallelism: int) -> tuple[TaskS
         out.append(TaskState(task_id, checkpoint_id, tuple(entries[start : start + size]), job_id))
         start += size
     return tuple(out)
-
-
-@dataclass(frozen=True)
-class FileLayout:
-    """How a job maps records to file groups (Flink's bucket index / append mode)."""
-
-    job_index: int
-    operation: str
-    is_mor: bool
-    buckets_per_partition: int
-    file_slicing: str = "completion_time"
-
-
-def bucket_file_id(partition_index: int, bucket: int) -> str:
-    """A fixed file id per bucket, ``<bucket:08d>-<uuid-like>-0``, for writes without a task's
-    bucket index (tests, benches); the simulator's tasks assign ids as Hudi does
-    (:mod:`models.flink.bucket_index`)."""
-    return f"{bucket:08d}-0000-4000-8000-{partition_index:012d}-0"
-
-
-def insert_file_id(
-    job_index: int, task_id: int, instant: str, partition_index: int, flush: int = 0
-) -> str:
-    """A fresh file group for an append-mode flush.
-
-    Hudi's append writer (``BulkInsertWriterHelper``, one per task and instant) names its file
-    groups ``<random UUID>-<n>``, so their first 8 characters, which the bucket index's conflict
-    check reads as a bucket (``BucketIdentifier#bucketIdStrFromFileId``), change from instant to
-    instant. Here those 8 hex digits hash (job, task, instant), so a run replays exactly; the
-    rest spells job, task, instant, partition and ``flush`` (a task's flushes into one instant
-    and partition), which keeps ids unique."""
-    digest = hashlib.blake2b(f"{job_index}/{task_id}/{instant}".encode(), digest_size=4)
-    return (
-        f"{digest.hexdigest()}-{job_index:04d}{task_id:04d}-{instant}-{partition_index:06d}-{flush}"
-    )
-
-
-def route(rows: pa.Table, buckets_per_partition: int, parallelism: int) -> list[pa.Table]:
-    """Split a source batch over the write tasks (Flink's shuffle in front of the writers).
-
-    Upsert records go by bucket, ``(partition_index * buckets + bucket) % parallelism`` like
-    Hudi's ``BucketIndexPartitioner``, so one task owns each file group. Insert records
-    (keys ``j..``) are spread by offset (a rebalance)."""
-    if rows.num_rows == 0:
-        return [rows.slice(0, 0) for _ in range(parallelism)]
-    if rows.column(RECORD_KEY_FIELD)[0].as_py().startswith("k"):
-        parts = _partition_indexes(rows)
-        owner = (
-            parts * buckets_per_partition
-            + bucket_ids(rows.column(RECORD_KEY_FIELD), buckets_per_partition)
-        ) % parallelism
-    else:
-        owner = rows.column("offset").to_numpy() % parallelism
-    # One stable sort and a slice per task instead of a filter per task: same rows, same order.
-    order = np.argsort(owner, kind="stable")
-    grouped = rows.take(pa.array(order))
-    bounds = np.searchsorted(owner[order], np.arange(parallelism + 1))
-    return [grouped.slice(bounds[t], bounds[t + 1] - bounds[t]) for t in range(parallelism)]
-
-
-def _partition_indexes(rows: pa.Table) -> np.ndarray:
-    return decimal_suffixes(rows.column(PARTITION_FIELD), 1)
-
-
-def write_records(
-    writer: TableWriter,
-    instant: Instant,
-    rows: pa.Table,
-    *,
-    task_id: int,
-    layout: FileLayout,
-    log_versions: dict[tuple[str, str, str], int],
-    base_instants: dict[tuple[str, str], str | None] | None = None,
-    handles: dict[str, str] | None = None,
-    file_ids: BucketIndex | None = None,
-) -> list[WriteStat]:
-    """Write one flush of ``rows`` (pre-combined) for ``instant``; return its write statuses.
-
-    ``log_versions`` is the task's memory of log versions it wrote per (partition, file id,
-    instant): a second flush into the same file group and instant writes the next version instead
-    of listing the partition (append mode: a new file group, counted the same way).
-    ``base_instants`` (variant ``base_instant`` only) maps file groups to
-    the base instant of their latest slice as the task saw it when the write started.
-    ``handles`` (COPY_ON_WRITE upserts) is the task's memory of the base file it wrote last per
-    file id since its last checkpoint (Hudi's ``bucketToHandles``): a later flush of the file id
-    merges into that file (:mod:`models.write.mini_batch`); the caller clears it when the
-    barrier's flush is done (``cleanHandles``). ``file_ids`` is the task's bucket index
-    (:mod:`models.flink.bucket_index`); without one every bucket has the fixed id
-    :func:`bucket_file_id`.
-    """
-    parts = _partition_indexes(rows)
-    if layout.operation == "insert":
-        return _write_inserts(writer, instant, rows, parts, task_id, layout, log_versions)
-    stats: list[WriteStat] = []
-    for partition, file_id, chunk in _bucket_chunks(rows, parts, layout, file_ids):
-        if not layout.is_mor:
-            stat = writer.upsert_base_file(
-                instant,
-                partition,
-                file_id,
-                chunk,
-                task_id=task_id,
-                previous_path=None if handles is None else handles.get(file_id),
-            )
-            if handles is not None:
-                handles[file_id] = stat.path
-            stats.append(stat)
-            continue
-        name_instant = None
-        if layout.file_slicing == "base_instant" and base_instants is not None:
-            name_instant = base_instants.get((partition, file_id))
-        version = None  # legacy names repeat across instants: list the partition instead
-        if name_instant is None:
-            key = (partition, file_id, instant.requested_time)
-            version = log_versions.get(key, 0) + 1
-            log_versions[key] = version
-        stats.append(
-            writer.append_log_file(
-                instant,
-                partition,
-                file_id,
-                chunk,
-                task_id=task_id,
-                version=version,
-                name_instant=name_instant,
-            )
-        )
-    return stats
-
-
-def _write_inserts(
-    writer: TableWriter,
-    instant: Instant,
-    rows: pa.Table,
-    parts: np.ndarray,
-    task_id: int,
-    layout: FileLayout,
-    log_versions: dict[tuple[str, str, str], int],
-) -> list[WriteStat]:
-    """Append mode: each partition's rows into a new base file of a new file group per flush."""
-    stats: list[WriteStat] = []
-    for p in sorted(set(parts.tolist())):
-        chunk = rows.filter(pa.array(parts == p))
-        first = insert_file_id(layout.job_index, task_id, instant.requested_time, p)
-        key = (partition_path_of(f"p{p}"), first, instant.requested_time)
-        flush = log_versions.get(key, 0)  # an eager flush before into this instant
-        log_versions[key] = flush + 1
-        file_id = insert_file_id(layout.job_index, task_id, instant.requested_time, p, flush)
-        stats.append(
-            writer.write_base_file(
-                instant, partition_path_of(f"p{p}"), file_id, chunk, task_id=task_id
-            )
-        )
-    return stats
-
-
-def _bucket_chunks(
-    rows: pa.Table, parts: np.ndarray, layout: FileLayout, file_ids: BucketIndex | None
-) -> list[tuple[str, str, pa.Table]]:
-    """(partition, bucket file id, rows) per file group, in file-group order.
-
-    One stable sort and a slice per file group instead of a filter per group: same rows, same
-    order within each group.
-    """
-    buckets = bucket_ids(rows.column(RECORD_KEY_FIELD), layout.buckets_per_partition)
-    groups = parts * layout.buckets_per_partition + buckets
-    order = np.argsort(groups, kind="stable")
-    sorted_groups = groups[order]
-    grouped = rows.take(pa.array(order))
-    starts = np.flatnonzero(np.r_[len(order) > 0, sorted_groups[1:] != sorted_groups[:-1]])
-    ends = np.r_[starts[1:], len(order)]
-    chunks = []
-    for group, start, end in zip(
-        sorted_groups[starts].tolist(), starts.tolist(), ends.tolist(), strict=True
-    ):
-        p, bucket = divmod(group, layout.buckets_per_partition)
-        partition = partition_path_of(f"p{p}")
-        file_id = (
-            bucket_file_id(p, bucket) if file_ids is None else file_ids.file_id(partition, bucket)
-        )
-        chunks.append((partition, file_id, grouped.slice(start, end - start)))
-    return chunks

@@ -82,7 +82,7 @@ def uuid_source(rng: Rng) -> Callable[[], str]:
 
 def owned_buckets(buckets_per_partition: int, parallelism: int, task_id: int) -> OwnsBucket:
     """Which (partition index, bucket) a task writes: the routing of
-    :func:`models.flink.write_task.route` (Hudi's ``BucketIndexPartitioner`` and
+    :func:`models.flink.write_files.route` (Hudi's ``BucketIndexPartitioner`` and
     ``isBucketToLoad``)."""
 
     def owns(partition_index: int, bucket: int) -> bool:

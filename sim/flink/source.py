@@ -3,7 +3,7 @@
 What the topic holds is a pure function of offsets (:class:`models.format.records.RecordSource`),
 so a checker can regenerate every record from the history. Every ``SOURCE_TICK_MS`` the reader
 takes what became available since its offset (at most ``CATCH_UP_FACTOR`` ticks' worth), records
-an ``emit`` event, and routes the batch to the write tasks (:func:`models.flink.write_task.route`:
+an ``emit`` event, and routes the batch to the write tasks (:func:`models.flink.write_files.route`:
 upserts by bucket, as Hudi's ``BucketIndexPartitioner`` does, inserts by offset), as Flink's
 ``SourceOperator`` emits into a partitioned edge. It stalls while any task pushes back (it waits
 for an instant, or has a backlog of flushes): the upstream keeps growing and the source catches
@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from models.flink.write_task import route
+from models.flink.write_files import route
 from models.format.records import RecordSource
 from sim.flink.runtime import Attempt
 

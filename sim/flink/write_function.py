@@ -37,7 +37,8 @@ import simpy
 from models.flink.bucket_index import BucketIdParseError, DuplicateFileIdError
 from models.flink.write_buffer import BufferTooSmallError
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
-from models.flink.write_task import FileLayout, TaskState, WriteTask, write_records
+from models.flink.write_files import FileLayout, write_records
+from models.flink.write_task import TaskState, WriteTask
 from models.format.commit_metadata import WriteStat
 from models.table_errors import HoodieException
 from models.timeline.instant import Instant, State

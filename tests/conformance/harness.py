@@ -8,7 +8,7 @@ ports cite the research note on Hudi's Flink sink (``notes/issue16-hudi-flink-si
 
 What runs is the models' code: a :class:`~models.flink.coordinator.WriteCoordinator` (the
 coordinator), :class:`~models.flink.write_task.WriteTask` plus
-:func:`~models.flink.write_task.write_records` (the write function), a
+:func:`~models.flink.write_files.write_records` (the write function), a
 :class:`~models.write.writer.TableWriter` on an :class:`~models.storage.InMemoryStorage` table,
 TrueTime over a :class:`~models.ports.FakeClock`; every effect generator is carried out by
 :func:`models.ports.run`. No simpy. What Flink and Hudi's mocks supply, the harness supplies, the
@@ -91,7 +91,8 @@ from models.flink.coordinator import CommitResult, WriteCoordinator
 from models.flink.event_buffers import CoordinatorState, EventBuffer
 from models.flink.write_buffer import BufferOptions
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
-from models.flink.write_task import FileLayout, TaskState, WriteTask, write_records
+from models.flink.write_files import FileLayout, write_records
+from models.flink.write_task import TaskState, WriteTask
 from models.format.commit_metadata import WriteStat
 from models.format.properties import COPY_ON_WRITE, MERGE_ON_READ
 from models.ports import FakeClock, FakeWorld, LocalLock, Steps, run

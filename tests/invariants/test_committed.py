@@ -22,7 +22,7 @@ from invariants.committed import load_committed
 from invariants.committed_rows import TIME
 from invariants.ledger import build_ledger
 from invariants.time_travel import travel_points
-from models.flink.write_task import bucket_file_id
+from models.flink.write_files import bucket_file_id
 from models.format.commit_metadata import WriteStat
 from models.format.properties import COPY_ON_WRITE, MERGE_ON_READ
 from models.format.records import SCHEMA, partition_path

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from invariants.placement import check_placement, java_string_hash, key_bucket
-from models.flink.write_task import bucket_file_id
+from models.flink.write_files import bucket_file_id
 from models.format.records import bucket_ids
 from models.timeline.instant import Instant
 from tests.invariants.test_committed import SimTable

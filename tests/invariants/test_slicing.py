@@ -17,7 +17,7 @@ import pytest
 
 from invariants.committed import load_committed
 from invariants.slicing import MAX_POINT_VIOLATIONS, check_slicing, expected_slicing
-from models.flink.write_task import bucket_file_id
+from models.flink.write_files import bucket_file_id
 from models.format.compaction_plan import (
     CompactionPlan,
     read_compaction_plan,

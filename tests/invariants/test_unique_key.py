@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from invariants.unique_key import check_unique_key
-from models.flink.write_task import bucket_file_id
+from models.flink.write_files import bucket_file_id
 from models.timeline.instant import Instant
 from tests.invariants.test_committed import SimTable
 

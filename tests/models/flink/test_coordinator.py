@@ -21,7 +21,8 @@ from models.flink.coordinator import (
 )
 from models.flink.event_buffers import EventBufferError
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
-from models.flink.write_task import FileLayout, TaskState, WriteTask, route, write_records
+from models.flink.write_files import FileLayout, route, write_records
+from models.flink.write_task import TaskState, WriteTask
 from models.format.commit_metadata import WriteStat
 from models.format.properties import COPY_ON_WRITE, MERGE_ON_READ
 from models.format.records import SCHEMA, RecordSource

@@ -65,7 +65,8 @@ from hypothesis.stateful import (
 from models.flink.coordinator import CommitResult, CoordinatorError, RestoreRules, WriteCoordinator
 from models.flink.event_buffers import CoordinatorState
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
-from models.flink.write_task import FileLayout, TaskState, WriteTask, route, write_records
+from models.flink.write_files import FileLayout, route, write_records
+from models.flink.write_task import TaskState, WriteTask
 from models.format.properties import MERGE_ON_READ
 from models.format.records import (
     PARTITION_FIELD,

@@ -11,16 +11,14 @@ from hypothesis import strategies as st
 from models.flink.precombine import precombine
 from models.flink.write_buffer import BufferOptions, binary_row_sizes_bytes
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
-from models.flink.write_task import (
+from models.flink.write_files import (
     FileLayout,
-    TaskState,
-    WriteTask,
     bucket_file_id,
     insert_file_id,
-    redistribute,
     route,
     write_records,
 )
+from models.flink.write_task import TaskState, WriteTask, redistribute
 from models.format.commit_metadata import WriteStat
 from models.format.properties import (
     COPY_ON_WRITE,
