@@ -241,6 +241,14 @@ PRESETS: dict[str, dict[str, Preset]] = {
         )
         for release in RELEASES
     },
+    "index_state": {
+        release: Preset(
+            "restored",
+            f"{_NO_RELEASE}: BucketAssignFunction keeps its index in Flink keyed state "
+            "(indexState), restored with every checkpoint",
+        )
+        for release in RELEASES
+    },
     "failed_writes_cleaning": {
         "1.0": Preset(
             "auto",

@@ -153,6 +153,14 @@ class Scenario(Spec):
             )
         if len(self.jobs) > 1:
             nbcc = [index for index, job in enumerate(self.jobs) if job.concurrency == "nbcc"]
+            state = [i for i in nbcc if self.jobs[i].index != "bucket"]
+            if state:
+                raise RuleViolation(
+                    f"jobs[{state[0]}] writes with NBCC through the {self.jobs[state[0]].index} "
+                    "index; Hudi's NBCC requires the bucket index",
+                    key=f"jobs[{state[0]}].index",
+                    allowed='"bucket", or concurrency = "occ" in every job',
+                )
             if nbcc and self.table.type != "MERGE_ON_READ":
                 raise RuleViolation(
                     f"{self.table.type} cannot be written by several jobs with NBCC "

@@ -143,6 +143,14 @@ class JobSpec(Spec):
     """Schedule a compaction after this many delta commits (MERGE_ON_READ)."""
     concurrency: Literal["nbcc", "occ"] = "nbcc"
     """Concurrency control between jobs: non-blocking (NBCC) or optimistic (OCC)."""
+    index: Literal["bucket", "flink_state"] = "bucket"
+    """Hudi's ``index.type`` for upserts: ``bucket`` (a file group per hashed bucket; what NBCC
+    requires) or ``flink_state`` (Hudi's Flink default: a bucket-assigner operator keeps each
+    key's file group in Flink state and packs new keys into small files or new file groups)."""
+    parquet_max_file_size_mb: number_in(0, 1_000_000, open_low=True) = 120.0
+    """Hudi's ``write.parquet.max.file.size``: under ``flink_state``, a file group is a small
+    file with room for ``(this - its size) / 1024`` more records (1024 bytes: Hudi's record size
+    estimate); a small value makes new file groups appear at the testbed's sizes."""
     failover: Literal["region", "full"] = "region"
     """Flink's ``jobmanager.execution.failover-strategy``: a failed write task restarts its
     region, the coordinator keeping its state (region, Flink's default), or the whole job with
@@ -216,6 +224,11 @@ class ProtocolSpec(Spec):
     ones too (adopted: Hudi master, EventBuffers#getPendingWriteFileIds) or only the committed
     view's (ignored: Hudi 1.1; a task restarted before its bucket's first commit mints a second
     file id for the bucket, apache/hudi#19907)."""
+    index_state: Literal["restored", "lost"] = "restored"
+    """The Flink state index's keyed state (key -> file group) comes back with the checkpoint a
+    job restores (restored: Flink's keyed state), or the assigner starts empty at every restart
+    (lost: a job started without its state, apache/hudi#9174; known keys are inserted again,
+    into whatever small or new file group the assigner picks)."""
     instant_request: Literal["polled", "blocked"] = "polled"
     """Blocking instant generation: a request for an instant the commit guard holds back is
     answered at once with "not yet" and the task asks again, the guarded creation running apart

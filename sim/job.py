@@ -33,9 +33,11 @@ from collections.abc import Generator
 from typing import Any
 
 from models.flink.coordinator import WriteCoordinator
+from models.flink.key_groups import default_max_parallelism
 from models.flink.write_files import FileLayout
 from models.format.records import ORDERING_FIELD, RecordSource
 from scenarios.tables import JobSpec
+from sim.flink.bucket_assign_function import AssignerSnapshots
 from sim.flink.checkpoint_coordinator import (
     CheckpointSettings,
     CheckpointStore,
@@ -84,7 +86,10 @@ class Job(JobRoles):
             config.is_mor,
             context.table.buckets_per_partition,
             context.protocol.file_slicing,
+            spec.index if spec.operation == "upsert" else "bucket",
         )
+        self.max_parallelism = default_max_parallelism(spec.writers)
+        self.assigner_snapshots = AssignerSnapshots()
         self.operation_type = "UPSERT" if spec.operation == "upsert" else "INSERT"
         self.checkpoint_settings = CheckpointSettings(
             interval_ms=int(spec.checkpoint_interval_s * 1000),
@@ -194,8 +199,13 @@ class Job(JobRoles):
         attempt.start(coordinator.run(checkpoint.coordinator if checkpoint else None, step))
         for task, state in zip(tasks, task_states, strict=True):
             attempt.start(task.run(state))
-        attempt.start(self._source(attempt, tasks).run())
-        attempt.start(self._checkpointing(attempt, acks, coordinator, tasks, notify).run())
+        assigners = self._assigners(
+            attempt, checkpoint.checkpoint_id if checkpoint else None, tasks
+        )
+        attempt.start(self._source(attempt, tasks, assigners).run())
+        attempt.start(
+            self._checkpointing(attempt, acks, coordinator, tasks, notify, assigners).run()
+        )
         if self.compactor is not None:
             loop = self.context.services.service_loop(attempt, self.compactor, coordinator)
             attempt.spawn("table-services", loop)

@@ -14,11 +14,19 @@ from typing import TYPE_CHECKING
 from models.flink.coordinator import RestoreRules, WriteCoordinator
 from models.flink.write_buffer import BufferOptions
 from models.flink.write_files import FileLayout
+from models.flink.write_profile import TableWriteProfile
 from models.flink.write_task import WriteTask
 from models.format.records import RecordSource
 from models.txn.write_config import NON_BLOCKING_CONCURRENCY_CONTROL, job_concurrency_mode
+from models.view.fsview import latest_file_slices
 from scenarios.tables import JobSpec
-from sim.flink.bucket_assign import TaskBucketIndex, owned_buckets, task_bucket_index
+from sim.flink.bucket_assign import TaskBucketIndex, owned_buckets, task_bucket_index, uuid_source
+from sim.flink.bucket_assign_function import (
+    AssignerSnapshots,
+    BucketAssignTask,
+    assigner_tasks,
+    route_by_record_key,
+)
 from sim.flink.checkpoint_coordinator import (
     CheckpointCoordinator,
     CheckpointSettings,
@@ -54,6 +62,8 @@ class JobRoles:
     rng: Rng
     source: RecordSource
     layout: FileLayout
+    max_parallelism: int
+    assigner_snapshots: AssignerSnapshots
     operation_type: str
     checkpoint_settings: CheckpointSettings
     task_attempt: int
@@ -162,9 +172,9 @@ class JobRoles:
         )
 
     def _bucket_index(self, attempt: Attempt, task_id: int) -> TaskBucketIndex | None:
-        """An upsert task's bucket index; the coordinator it asks for pending file ids is the
+        """An upsert task's bucket index (none under the Flink state index); the coordinator it asks for pending file ids is the
         job's current one (:mod:`sim.flink.bucket_assign`)."""
-        if self.spec.operation != "upsert":
+        if self.spec.operation != "upsert" or self.layout.index != "bucket":
             return None
 
         def pending(partition: str) -> list[str]:
@@ -185,14 +195,43 @@ class JobRoles:
             pending=pending if adopted else None,
         )
 
-    def _source(self, attempt: Attempt, tasks: list[WriteFunction]) -> SourceReader:
+    def _source(
+        self, attempt: Attempt, tasks: list[WriteFunction], assigners: list[BucketAssignTask]
+    ) -> SourceReader:
+        """The source, feeding the write tasks (bucket index) or the assigner subtasks."""
         return SourceReader(
             attempt,
             self.source,
             self.position,
             records_per_s=self.spec.records_per_s,
             buckets_per_partition=self.layout.buckets_per_partition,
-            outputs=tasks,
+            outputs=assigners or tasks,
+            router=route_by_record_key(self.max_parallelism) if assigners else None,
+        )
+
+    def _assigners(
+        self, attempt: Attempt, checkpoint_id: int | None, tasks: list[WriteFunction]
+    ) -> list[BucketAssignTask]:
+        """The Flink state index's assigner subtasks of an upsert job (none under the bucket
+        index), restored from ``checkpoint_id``'s keyed state (variant ``index_state = "lost"``:
+        empty)."""
+        if self.layout.index != "flink_state" or self.spec.operation != "upsert":
+            return []
+        clients = self.context.clients
+        table, options = clients.table, clients.view_options
+        profile = TableWriteProfile(
+            lambda: latest_file_slices(table.file_groups(options=options)[1]),
+            is_mor=table.config.is_mor,
+            max_file_size_bytes=round(self.spec.parquet_max_file_size_mb * 1024 * 1024),
+        )
+        restored = checkpoint_id if self.context.protocol.index_state == "restored" else None
+        return assigner_tasks(
+            tasks,
+            self.assigner_snapshots,
+            restored,
+            profile=profile,
+            max_parallelism=self.max_parallelism,
+            mint_uuid=lambda i: uuid_source(self.rng.child(f"assigner-ids:{attempt.epoch}:{i}")),
         )
 
     def _checkpointing(
@@ -202,19 +241,23 @@ class JobRoles:
         coordinator: OperatorCoordinator,
         tasks: list[WriteFunction],
         notify: Channel,
+        assigners: list[BucketAssignTask],
     ) -> CheckpointCoordinator:
+        snapshots = self.assigner_snapshots
+        on_complete = [snapshots.completed, *(a.checkpoint_complete for a in assigners)]
         return CheckpointCoordinator(
             attempt,
             self.checkpoints,
             acks,
             settings=self.checkpoint_settings,
             coordinator=coordinator,
-            tasks=tasks,
+            tasks=[*assigners, *tasks],
             position=self.position,
             notify_channel=notify,
             faults=self.context.faults,
             fault_rng=self.rng.child(f"checkpoint-faults:{attempt.epoch}"),
             draining=lambda: self.draining,
+            on_complete=on_complete if assigners else (),
         )
 
     def _compactor(self) -> Compactor:

@@ -233,6 +233,9 @@ class World:
                 "protocol": scenario.protocol.switches(),
                 "jobs": [
                     {
+                        **(
+                            {"index_type": job.layout.index} if job.layout.index != "bucket" else {}
+                        ),
                         "name": job.name,
                         "index": job.index,
                         "writers": job.parallelism,

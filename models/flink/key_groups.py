@@ -11,6 +11,11 @@ gives the max parallelism Flink uses when the job sets none.
 
 from __future__ import annotations
 
+import numpy as np
+import pyarrow as pa
+
+from models.format.arrow_strings import java_string_hashes
+
 INT_MASK = 0xFFFFFFFF
 INT_MIN = 0x80000000
 DEFAULT_LOWER_BOUND_MAX_PARALLELISM = 128
@@ -59,6 +64,29 @@ def operator_index(key: str, max_parallelism: int, parallelism: int) -> int:
     return key_group(key, max_parallelism) * parallelism // max_parallelism
 
 
+def operator_indexes(
+    keys: pa.Array | pa.ChunkedArray, max_parallelism: int, parallelism: int
+) -> np.ndarray:
+    """:func:`operator_index` of every key, column-wise (the keyed shuffle of a whole batch)."""
+    mask = np.uint64(INT_MASK)
+    h = (java_string_hashes(keys) * np.uint64(0xCC9E2D51)) & mask
+    h = ((h << np.uint64(15)) | (h >> np.uint64(17))) & mask
+    h = (h * np.uint64(0x1B873593)) & mask
+    h = ((h << np.uint64(13)) | (h >> np.uint64(19))) & mask
+    h = ((h * np.uint64(5)) + np.uint64(0xE6546B64)) & mask
+    h ^= np.uint64(4)
+    h ^= h >> np.uint64(16)
+    h = (h * np.uint64(0x85EBCA6B)) & mask
+    h ^= h >> np.uint64(13)
+    h = (h * np.uint64(0xC2B2AE35)) & mask
+    h ^= h >> np.uint64(16)
+    signed = h.astype(np.int64)
+    positive = np.where(signed < INT_MIN, signed, (1 << 32) - signed)
+    positive[signed == INT_MIN] = 0
+    groups = positive % max_parallelism
+    return (groups * parallelism // max_parallelism).astype(np.int64)
+
+
 def default_max_parallelism(parallelism: int) -> int:
     """``KeyGroupRangeAssignment#computeDefaultMaxParallelism``: ``1.5 * parallelism`` rounded up
     to a power of two, within [128, 32768]."""
@@ -74,5 +102,6 @@ __all__ = [
     "key_group",
     "murmur_hash",
     "operator_index",
+    "operator_indexes",
     "string_hash_code",
 ]

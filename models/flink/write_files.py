@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from models.flink.bucket_index import BucketIndex
 from models.format.arrow_strings import decimal_suffixes
@@ -24,16 +25,22 @@ from models.format.records import partition_path as partition_path_of
 from models.timeline.instant import Instant
 from models.write.writer import TableWriter
 
+LOCATION_FILE_ID = "_location_file_id"
+"""The file id the Flink state index's bucket assigner sent a record to (its current location,
+``HoodieRecord#setCurrentLocation``); travels with the record to the write task, never written."""
+
 
 @dataclass(frozen=True)
 class FileLayout:
-    """How a job maps records to file groups (Flink's bucket index / append mode)."""
+    """How a job maps records to file groups (Flink's bucket index, state index, append mode)."""
 
     job_index: int
     operation: str
     is_mor: bool
     buckets_per_partition: int
     file_slicing: str = "completion_time"
+    index: str = "bucket"
+    """``bucket``: a file group per bucket; ``flink_state``: the assigner's file ids."""
 
 
 def bucket_file_id(partition_index: int, bucket: int) -> str:
@@ -76,7 +83,12 @@ def route(rows: pa.Table, buckets_per_partition: int, parallelism: int) -> list[
         ) % parallelism
     else:
         owner = rows.column("offset").to_numpy() % parallelism
-    # One stable sort and a slice per task instead of a filter per task: same rows, same order.
+    return split_rows(rows, owner, parallelism)
+
+
+def split_rows(rows: pa.Table, owner: np.ndarray, parallelism: int) -> list[pa.Table]:
+    """``rows`` split by ``owner`` (a task index per row) into one table per task, each in the
+    rows' order: one stable sort and a slice per task instead of a filter per task."""
     order = np.argsort(owner, kind="stable")
     grouped = rows.take(pa.array(order))
     bounds = np.searchsorted(owner[order], np.arange(parallelism + 1))
@@ -117,7 +129,12 @@ def write_records(
     if layout.operation == "insert":
         return _write_inserts(writer, instant, rows, parts, task_id, layout, log_versions)
     stats: list[WriteStat] = []
-    for partition, file_id, chunk in _bucket_chunks(rows, parts, layout, file_ids):
+    chunks = (
+        _located_chunks(rows)
+        if LOCATION_FILE_ID in rows.column_names
+        else _bucket_chunks(rows, parts, layout, file_ids)
+    )
+    for partition, file_id, chunk in chunks:
         if not layout.is_mor:
             stat = writer.upsert_base_file(
                 instant,
@@ -204,4 +221,27 @@ def _bucket_chunks(
             bucket_file_id(p, bucket) if file_ids is None else file_ids.file_id(partition, bucket)
         )
         chunks.append((partition, file_id, grouped.slice(start, end - start)))
+    return chunks
+
+
+def _located_chunks(rows: pa.Table) -> list[tuple[str, str, pa.Table]]:
+    """(partition, file id, rows) per file group the state index chose (its location column
+    dropped), in file id order; rows keep their order within a group."""
+    file_ids = rows.column(LOCATION_FILE_ID)
+    distinct = pc.unique(file_ids)
+    codes = pc.index_in(file_ids, distinct).to_numpy(zero_copy_only=False)
+    names = distinct.to_pylist()
+    ranks = np.argsort(np.argsort(np.array(names, dtype=object)))
+    groups = ranks[codes]
+    order = np.argsort(groups, kind="stable")
+    sorted_groups = groups[order]
+    grouped = rows.drop_columns([LOCATION_FILE_ID]).take(pa.array(order))
+    starts = np.flatnonzero(np.r_[len(order) > 0, sorted_groups[1:] != sorted_groups[:-1]])
+    ends = np.r_[starts[1:], len(order)]
+    chunks = []
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        chunk = grouped.slice(start, end - start)
+        partition = partition_path_of(chunk.column(PARTITION_FIELD)[0].as_py())
+        file_id = names[int(codes[order[start]])]
+        chunks.append((partition, file_id, chunk))
     return chunks

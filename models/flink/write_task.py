@@ -39,11 +39,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from models.flink.precombine import precombine
 from models.flink.write_buffer import BufferOptions, WriteBuffer, binary_row_sizes_bytes
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
-from models.flink.write_files import partition_indexes
+from models.flink.write_files import LOCATION_FILE_ID, partition_indexes
 from models.format.records import RECORD_KEY_FIELD, bucket_ids
 
 
@@ -85,6 +86,7 @@ class WriteTask:
     last_checkpoint_id: int = -1
     _buffer: WriteBuffer = field(init=False)
     _interval_events: list[WriteMetadataEvent] = field(default_factory=list)
+    _file_codes: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._buffer = self._new_buffer()
@@ -111,7 +113,7 @@ class WriteTask:
         flushed = self._buffer.add(
             batch,
             self._bucket_keys(batch),
-            binary_row_sizes_bytes(batch, self.record_payload_bytes),
+            binary_row_sizes_bytes(_record_columns(batch), self.record_payload_bytes),
         )
         return [self._combined(rows) for rows in flushed]
 
@@ -132,8 +134,16 @@ class WriteTask:
         return rows
 
     def _bucket_keys(self, batch: pa.Table) -> np.ndarray:
-        """A bucket per file group: ``partition * buckets + bucket`` for upsert (the bucket
-        index), the partition for insert (append mode writes a file group per partition)."""
+        """A bucket per file group: the file id the state index chose, numbered in order of
+        first sight; ``partition * buckets + bucket`` for upsert under the bucket index; the
+        partition for insert (append mode writes a file group per partition)."""
+        if LOCATION_FILE_ID in batch.column_names:
+            file_ids = batch.column(LOCATION_FILE_ID)
+            distinct = pc.unique(file_ids).to_pylist()
+            codes = np.array(
+                [self._file_codes.setdefault(f, len(self._file_codes)) for f in distinct]
+            )
+            return codes[pc.index_in(file_ids, pa.array(distinct)).to_numpy(zero_copy_only=False)]
         parts = partition_indexes(batch).astype(np.int64)
         if self.operation != "upsert":
             return parts * self.buckets_per_partition
@@ -192,6 +202,14 @@ class WriteTask:
         return (
             BootstrapEvent(self.task_id, state.checkpoint_id, resent) if state and resent else None
         )
+
+
+def _record_columns(batch: pa.Table) -> pa.Table:
+    """The record's own columns: its location travels beside the row (``HoodieFlinkInternalRow``),
+    not in the buffered ``BinaryRowData``."""
+    if LOCATION_FILE_ID in batch.column_names:
+        return batch.drop_columns([LOCATION_FILE_ID])
+    return batch
 
 
 def redistribute(states: tuple[TaskState, ...], parallelism: int) -> tuple[TaskState, ...]:

@@ -149,7 +149,9 @@ class CheckpointCoordinator:
 
     Receives the job's :class:`CheckpointStore` and the source's offset, the attempt's ACK
     collector, the operator coordinator and the write tasks it checkpoints, the notification
-    channel, the faults it may fire with their random stream, and ``draining`` (faults stop)."""
+    channel, the faults it may fire with their random stream, and ``draining`` (faults stop).
+    ``on_complete`` hears of every completed checkpoint (the tasks' ``notifyCheckpointComplete``:
+    only the state index's assigner subtasks act on it)."""
 
     def __init__(
         self,
@@ -165,8 +167,10 @@ class CheckpointCoordinator:
         faults: CheckpointFaults,
         fault_rng: Rng,
         draining: Callable[[], bool],
+        on_complete: Sequence[Callable[[int], None]] = (),
     ) -> None:
         self.attempt = attempt
+        self.on_complete = tuple(on_complete)
         self.store = store
         self.acks = acks
         self.settings = settings
@@ -223,6 +227,8 @@ class CheckpointCoordinator:
         self.attempt.history.ok(
             self.me, "checkpoint", {"checkpoint": checkpoint_id, "source_offset": offset}
         )
+        for listener in self.on_complete:
+            listener(checkpoint_id)
         return True
 
     def _notify(self, checkpoint_id: int) -> None:

@@ -17,7 +17,7 @@ restored checkpoint's offset, the highest offset ever emitted bounds the input w
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -61,7 +61,8 @@ class SourceReader:
     """The process ``<job>/source`` of one attempt (Flink's ``SourceOperator`` with its reader).
 
     Receives the topic (``records``), the job's :class:`SourcePosition`, the routing (buckets per
-    partition) and its downstream inputs, one per write task in task order."""
+    partition, or a ``router`` of its own: the Flink state index's ``keyBy(recordKey)``) and its
+    downstream inputs, one per write task (or assigner subtask) in task order."""
 
     def __init__(
         self,
@@ -72,6 +73,7 @@ class SourceReader:
         records_per_s: float,
         buckets_per_partition: int,
         outputs: Sequence[TaskInput],
+        router: Callable[[pa.Table, int], list[pa.Table]] | None = None,
     ) -> None:
         self.attempt = attempt
         self.records = records
@@ -79,6 +81,7 @@ class SourceReader:
         self.per_tick = max(1, int(records_per_s * SOURCE_TICK_MS / 1000))
         self.buckets_per_partition = buckets_per_partition
         self.outputs = tuple(outputs)
+        self.router = router or (lambda rows, n: route(rows, buckets_per_partition, n))
 
     def run(self) -> Generator[Any, Any, None]:
         """The process body: read and route every tick until the attempt ends."""
@@ -102,7 +105,7 @@ class SourceReader:
             history.info(me, "emit", {"from": position.offset, "to": stop})
             position.offset = stop
             position.emitted = max(position.emitted, stop)
-            parts = route(rows, self.buckets_per_partition, len(self.outputs))
+            parts = self.router(rows, len(self.outputs))
             for output, part in zip(self.outputs, parts, strict=True):
                 output.receive(part)
 

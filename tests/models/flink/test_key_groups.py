@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -12,6 +13,7 @@ from models.flink.key_groups import (
     key_group,
     murmur_hash,
     operator_index,
+    operator_indexes,
     string_hash_code,
 )
 
@@ -44,3 +46,10 @@ def test_default_max_parallelism():
     assert default_max_parallelism(1) == 128
     assert default_max_parallelism(100) == 256  # 150 rounded up to a power of two
     assert default_max_parallelism(40000) == 32768
+
+
+@given(st.lists(st.text(max_size=12), max_size=30), st.integers(1, 64))
+def test_operator_indexes_of_a_batch_match_one_by_one(keys, parallelism):
+    max_parallelism = default_max_parallelism(parallelism)
+    got = operator_indexes(pa.array(keys, pa.string()), max_parallelism, parallelism)
+    assert got.tolist() == [operator_index(k, max_parallelism, parallelism) for k in keys]

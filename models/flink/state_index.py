@@ -1,0 +1,96 @@
+"""The Flink state index: one ``BucketAssignFunction`` subtask's keyed state and its assigner.
+
+Hudi's ``BucketAssignFunction#processElement`` (``sink/partitioner``) keeps, per record key, the
+location of the file group that holds it (``HoodieRecordGlobalLocation``: partition path and
+file id) in Flink keyed state (``index.type = FLINK_STATE``, the default of Flink upserts):
+
+- a key it knows in the same partition is an UPDATE of that file group (``addUpdate``);
+- any other key takes the insert path (``addInsert``: a small file, the partition's new file, or a
+  new file id; :mod:`models.flink.bucket_assigner`), and the state takes the new location.
+
+The testbed's sources never move a key to another partition, so the global index's delete of the
+old copy (``index.global.enabled``) has nothing to do. The records leave with their location in
+:data:`LOCATION_FILE_ID` (``HoodieRecord#setCurrentLocation``), and the write tasks are chosen by
+it (``keyBy(fileId)``).
+
+Keyed state is what Flink checkpoints: :meth:`StateIndex.snapshot` at the barrier (which also
+clears the assigner's bucket map, ``snapshotState`` -> ``BucketAssigner#reset``), restored by key
+group after a failover or a rescale (:func:`restore_locations`); the assigner's own state is never
+checkpointed and starts empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from models.flink.bucket_assigner import BucketAssigner
+from models.flink.key_groups import operator_indexes
+from models.flink.write_files import LOCATION_FILE_ID
+from models.format.records import PARTITION_FIELD, RECORD_KEY_FIELD
+from models.format.records import partition_path as partition_path_of
+
+Location = tuple[str, str]
+"""(partition path, file id)."""
+
+
+@dataclass
+class StateIndex:
+    """One assigner subtask: ``locations`` (its keyed state) and its ``assigner``."""
+
+    assigner: BucketAssigner
+    locations: dict[str, Location] = field(default_factory=dict)
+
+    def assign(self, rows: pa.Table) -> pa.Table:
+        """``rows`` with the file id each record goes to (:data:`LOCATION_FILE_ID`), in order."""
+        if rows.num_rows == 0:
+            return rows.append_column(LOCATION_FILE_ID, pa.array([], pa.string()))
+        paths = _partition_paths(rows)
+        file_ids = []
+        updated: set[Location] = set()
+        locations, assigner = self.locations, self.assigner
+        for key, path in zip(rows.column(RECORD_KEY_FIELD).to_pylist(), paths, strict=True):
+            old = locations.get(key)
+            if old is not None and old[0] == path:
+                if old not in updated:
+                    assigner.add_update(path, old[1])
+                    updated.add(old)
+                file_ids.append(old[1])
+                continue
+            file_id = assigner.add_insert(path).file_id
+            locations[key] = (path, file_id)
+            file_ids.append(file_id)
+        return rows.append_column(LOCATION_FILE_ID, pa.array(file_ids, pa.string()))
+
+    def snapshot(self) -> dict[str, Location]:
+        """``snapshotState``: a copy of the keyed state; the assigner's bucket map is reset."""
+        self.assigner.reset()
+        return dict(self.locations)
+
+
+def _partition_paths(rows: pa.Table) -> list[str]:
+    """The partition path of every row (computed once per distinct partition value)."""
+    values = rows.column(PARTITION_FIELD)
+    distinct = pc.unique(values)
+    paths = [partition_path_of(v) for v in distinct.to_pylist()]
+    index = pc.index_in(values, distinct).to_numpy(zero_copy_only=False)
+    return [paths[i] for i in index.tolist()]
+
+
+def restore_locations(
+    snapshots: Mapping[str, Location], task_id: int, max_parallelism: int, parallelism: int
+) -> dict[str, Location]:
+    """The keyed state subtask ``task_id`` of ``parallelism`` gets from a checkpoint: the
+    entries whose key group it owns (Flink's key-group redistribution, which a rescale keeps)."""
+    if not snapshots:
+        return {}
+    keys = list(snapshots)
+    owners = operator_indexes(pa.array(keys, pa.string()), max_parallelism, parallelism)
+    return {keys[i]: snapshots[keys[i]] for i in np.flatnonzero(owners == task_id).tolist()}
+
+
+__all__ = ["Location", "StateIndex", "restore_locations"]

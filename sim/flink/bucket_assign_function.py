@@ -1,0 +1,159 @@
+"""The Flink state index's bucket-assigner operator in the simulator: Hudi's
+``BucketAssignFunction`` in its subtasks, between the source and the write tasks.
+
+Hudi's pipeline for a non-bucket index (``Pipelines#hoodieStreamWrite``) is ``keyBy(recordKey)``
+-> ``bucket_assigner`` (parallelism ``write.bucket_assign.tasks``, by default ``write.tasks``) ->
+``keyBy(fileId)`` -> the write tasks. Each subtask here is a :class:`BucketAssignTask`: the source
+hands it the records whose key maps to it (:func:`route_by_record_key`), its
+:class:`~models.flink.state_index.StateIndex` locates them, and it hands each write task the
+records whose file id maps to that task. Records move without delay (the edges are local to the
+simulated task managers), so at a checkpoint barrier, which the checkpoint coordinator injects at
+one instant into every subtask, the assigner's keyed state covers exactly the records below the
+checkpoint's source offset: :meth:`BucketAssignTask.inject_barrier` snapshots it into the job's
+:class:`AssignerSnapshots`, from which a restart restores it. A completed checkpoint reaches the
+assigner (``notifyCheckpointComplete`` -> ``BucketAssigner#reload``) when it completes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from models.flink.bucket_assigner import BucketAssigner
+from models.flink.key_groups import operator_index, operator_indexes
+from models.flink.state_index import Location, StateIndex, restore_locations
+from models.flink.write_files import LOCATION_FILE_ID, split_rows
+from models.flink.write_profile import TableWriteProfile
+from models.format.records import RECORD_KEY_FIELD
+from sim.flink.source import TaskInput
+
+
+@dataclass
+class AssignerSnapshots:
+    """The assigner's keyed state per checkpoint, kept by the job across attempts (the state
+    backend's share of Flink's checkpoints): every subtask's entries merged, by checkpoint id."""
+
+    _by_checkpoint: dict[int, dict[str, Location]] = field(default_factory=dict)
+
+    def take(self, checkpoint_id: int, locations: dict[str, Location]) -> None:
+        self._by_checkpoint.setdefault(checkpoint_id, {}).update(locations)
+
+    def completed(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` completed: older snapshots are not restored any more."""
+        for old in [c for c in self._by_checkpoint if c < checkpoint_id]:
+            del self._by_checkpoint[old]
+
+    def restored(self, checkpoint_id: int | None) -> dict[str, Location]:
+        """The state of completed checkpoint ``checkpoint_id`` (None: a start without state)."""
+        if checkpoint_id is None:
+            return {}
+        return self._by_checkpoint.get(checkpoint_id, {})
+
+
+class BucketAssignTask:
+    """One assigner subtask: a :class:`~sim.flink.source.TaskInput` for the source."""
+
+    def __init__(
+        self,
+        index: StateIndex,
+        writers: Sequence[TaskInput],
+        snapshots: AssignerSnapshots,
+        *,
+        max_parallelism: int,
+    ) -> None:
+        self.index = index
+        self.writers = tuple(writers)
+        self.snapshots = snapshots
+        self.max_parallelism = max_parallelism
+        self._writer_of: dict[str, int] = {}
+
+    def receive(self, rows: pa.Table) -> None:
+        """Locate ``rows`` and hand each write task the records of the file groups it owns."""
+        if rows.num_rows == 0:
+            return
+        located = self.index.assign(rows)
+        owners = np.array(
+            [self._writer(f) for f in located.column(LOCATION_FILE_ID).to_pylist()], np.int64
+        )
+        for writer, part in zip(
+            self.writers, split_rows(located, owners, len(self.writers)), strict=True
+        ):
+            if part.num_rows:
+                writer.receive(part)
+
+    def _writer(self, file_id: str) -> int:
+        """``keyBy(fileId)``: the write task a file id's key group maps to."""
+        if file_id not in self._writer_of:
+            self._writer_of[file_id] = operator_index(
+                file_id, self.max_parallelism, len(self.writers)
+            )
+        return self._writer_of[file_id]
+
+    @property
+    def backpressured(self) -> bool:
+        """Flink's backpressure: a write task that pushes back stalls the assigner's input."""
+        return any(w.backpressured for w in self.writers)
+
+    def inject_barrier(self, checkpoint_id: int) -> None:
+        """The barrier: ``snapshotState`` of the keyed state (and the bucket map reset)."""
+        self.snapshots.take(checkpoint_id, self.index.snapshot())
+
+    def checkpoint_complete(self, checkpoint_id: int) -> None:
+        """``notifyCheckpointComplete``: the assigner reloads its small files and profile."""
+        self.index.assigner.reload(checkpoint_id)
+
+
+def route_by_record_key(max_parallelism: int) -> Callable[[pa.Table, int], list[pa.Table]]:
+    """``keyBy(recordKey)`` in front of the assigner subtasks."""
+
+    def route(rows: pa.Table, parallelism: int) -> list[pa.Table]:
+        owners = operator_indexes(rows.column(RECORD_KEY_FIELD), max_parallelism, parallelism)
+        return split_rows(rows, owners, parallelism)
+
+    return route
+
+
+def assigner_tasks(
+    writers: Sequence[TaskInput],
+    snapshots: AssignerSnapshots,
+    restored_checkpoint: int | None,
+    *,
+    profile: TableWriteProfile,
+    max_parallelism: int,
+    mint_uuid: Callable[[int], Callable[[], str]],
+) -> list[BucketAssignTask]:
+    """One assigner subtask per write task (``write.bucket_assign.tasks`` = ``write.tasks``),
+    each with its share of the restored keyed state and a new assigner over ``profile`` (both
+    sized by the same ``write.parquet.max.file.size``, ``HoodieWriteConfig#getParquetMaxFileSize``)."""
+    restored = snapshots.restored(restored_checkpoint)
+    parallelism = len(writers)
+    return [
+        BucketAssignTask(
+            StateIndex(
+                BucketAssigner(
+                    task_id,
+                    parallelism,
+                    profile,
+                    mint_uuid(task_id),
+                    max_parallelism,
+                    max_file_size_bytes=profile.max_file_size_bytes,
+                ),
+                restore_locations(restored, task_id, max_parallelism, parallelism),
+            ),
+            writers,
+            snapshots,
+            max_parallelism=max_parallelism,
+        )
+        for task_id in range(parallelism)
+    ]
+
+
+__all__ = [
+    "AssignerSnapshots",
+    "BucketAssignTask",
+    "assigner_tasks",
+    "route_by_record_key",
+]

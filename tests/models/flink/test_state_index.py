@@ -1,0 +1,60 @@
+"""The Flink state index (models/flink/state_index.py): a known key in the same partition is an
+UPDATE of its file group, a new key takes the assigner's insert path and is remembered; a
+snapshot copies the keyed state and resets the bucket map; a restore hands each subtask the keys
+whose key group it owns, whatever the parallelism."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from hypothesis import given
+from hypothesis import strategies as st
+
+from models.flink.bucket_assigner import BucketType
+from models.flink.key_groups import operator_index
+from models.flink.state_index import StateIndex, restore_locations
+from models.flink.write_files import LOCATION_FILE_ID
+from models.format.records import SCHEMA
+from tests.conformance.test_bucket_assigner import mock_bucket_assigner
+
+
+def records(*keys_and_parts: tuple[str, str]) -> pa.Table:
+    rows = [
+        {"key": k, "part": p, "ts": i, "offset": i, "job": 0, "value": i}
+        for i, (k, p) in enumerate(keys_and_parts)
+    ]
+    return pa.Table.from_pylist(rows, schema=SCHEMA)
+
+
+def test_new_keys_are_inserted_and_known_keys_update_their_file_group():
+    index = StateIndex(mock_bucket_assigner())
+    first = index.assign(records(("k1", "p0"), ("k2", "p0"), ("k3", "p1")))
+    ids = first.column(LOCATION_FILE_ID).to_pylist()
+    assert ids[0] == ids[1] != ids[2]  # one new file per partition
+    assert index.locations == {
+        "k1": ("part=p0", ids[0]),
+        "k2": ("part=p0", ids[0]),
+        "k3": ("part=p1", ids[2]),
+    }
+    again = index.assign(records(("k3", "p1"), ("k1", "p0"), ("k4", "p0")))
+    assert again.column(LOCATION_FILE_ID).to_pylist() == [ids[2], ids[0], ids[0]]
+    assert first.column("key").to_pylist() == ["k1", "k2", "k3"]  # rows keep their order
+
+
+def test_a_snapshot_copies_the_state_and_resets_the_bucket_map():
+    index = StateIndex(mock_bucket_assigner())
+    index.assign(records(("k1", "p0")))
+    snapshot = index.snapshot()
+    index.assign(records(("k2", "p0")))
+    assert set(snapshot) == {"k1"} and set(index.locations) == {"k1", "k2"}
+    # after the snapshot the partition's new file is an UPDATE bucket (BucketAssigner#reset)
+    assert index.assigner.add_insert("part=p0").bucket_type is BucketType.UPDATE
+
+
+@given(st.sets(st.integers(0, 10_000), max_size=60), st.integers(1, 9))
+def test_a_restore_splits_the_state_by_key_group(ids, parallelism):
+    state = {f"k{i:08d}": ("part=p0", f"f{i % 3}") for i in ids}
+    parts = [restore_locations(state, t, 128, parallelism) for t in range(parallelism)]
+    assert sum(len(p) for p in parts) == len(state)
+    for task_id, part in enumerate(parts):
+        assert all(operator_index(k, 128, parallelism) == task_id for k in part)
+        assert all(state[k] == v for k, v in part.items())
