@@ -1,5 +1,6 @@
 """The plots of a suite's report: the headline comparisons (blocking vs async instant generation,
-OCC vs NBCC, TrueTime's bound vs the real skew) when the suite ran their scenarios, the per-run
+OCC vs NBCC, the Flink state index's file groups vs the bucket index's, TrueTime's bound vs the
+real skew) when the suite ran their scenarios, the per-run
 plots of the few runs that say something new (:func:`plotted_runs`), and the distributions across
 seeds (:mod:`reports.distributions`).
 
@@ -26,6 +27,7 @@ from reports.comparisons import (
 )
 from reports.distributions import plot_distributions, rows_from_suite_runs
 from reports.figures import Figure
+from reports.file_groups import plot_state_vs_bucket
 from reports.page import guarded_plot, img, seed_of
 from reports.run_plots import plot_run
 from reports.suite_data import safe_name
@@ -40,6 +42,7 @@ HEADLINE_PAIRS = (
     ("blocking_vs_async", "blocking_stalls", "async_baseline"),
     ("blocking_vs_async_heavy", "blocking_stalls_heavy", "async_heavy"),
     ("occ_vs_nbcc", "occ_contention", "nbcc_two_jobs"),
+    ("state_vs_bucket", "flink_state_cow", "bucket_index_cow"),
 )
 """Comparisons drawn when the suite ran both scenarios (catalog names)."""
 
@@ -66,6 +69,7 @@ def headline_plots(suite_dir: Path, runs: list[dict[str, Any]], plots: Path) -> 
         "blocking_vs_async": plot_blocking_vs_async,
         "blocking_vs_async_heavy": partial(plot_blocking_vs_async, name="blocking_vs_async_heavy"),
         "occ_vs_nbcc": plot_occ_vs_nbcc,
+        "state_vs_bucket": plot_state_vs_bucket,
     }
     for name, first, second in HEADLINE_PAIRS:
         a = _first_run(plain, first)

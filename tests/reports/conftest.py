@@ -33,6 +33,8 @@ SHORT_RUNS = {  # fixture name -> (catalog scenario, duration_s, storage, [time]
     ),
     "tt_unsafe": ("truetime_bound_too_small", 6, "memory", {}),
     "ceiling": ("truetime_instant_ceiling", 8, "memory", {}),
+    "state": ("flink_state_cow", 40, "memory", {}),
+    "bucket": ("bucket_index_cow", 40, "memory", {}),
 }
 
 

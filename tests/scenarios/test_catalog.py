@@ -80,6 +80,7 @@ EXPECTED = {
     "late_last_notification": (),
     "heavy_late_ack": (),
     "flink_state_cow": (),
+    "bucket_index_cow": (),
     "flink_state_lost": ("merge_convergence", "no_data_loss", "unique_key"),
     "occ_cow_low": (
         "exactly_once",

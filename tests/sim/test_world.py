@@ -375,6 +375,35 @@ ORACLE_CASES = {
         ),
         faults={**ALL_FAULTS, "ack_loss": 0.0},
     ),
+    "mor-flink-state-index-faults": dict(
+        seed=6,
+        jobs=(
+            {
+                **JOB,
+                "records_per_s": 300,
+                "key_space": 20000,
+                "index": "flink_state",
+                "parquet_max_file_size_mb": 0.02,
+                "compaction_every_commits": 3,
+            },
+        ),
+        faults=ALL_FAULTS,
+    ),
+    "cow-flink-state-index-faults": dict(
+        seed=7,
+        table={"type": "COPY_ON_WRITE"},
+        jobs=(
+            {
+                **JOB,
+                "records_per_s": 300,
+                "key_space": 20000,
+                "instant_generation": "blocking",
+                "index": "flink_state",
+                "parquet_max_file_size_mb": 0.02,
+            },
+        ),
+        faults={**ALL_FAULTS, "ack_loss": 0.0},
+    ),
     "mor-two-nbcc-jobs": dict(
         seed=4,
         jobs=(
