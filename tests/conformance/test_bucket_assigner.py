@@ -5,9 +5,14 @@ TestBucketAssigner.java`` (``read_file`` id ``1108694511``, the newest stored ve
 are the same from 0.14). ``MockBucketAssigner`` is the model's assigner with max parallelism 1024
 and ``MockWriteProfile``'s small files; the table is empty, so the average record size is
 ``hoodie.copyonwrite.record.size.estimate`` (1024 bytes) and the parquet max file size the
-default 120 MB. Ported: the eight assigner tests. Not ported yet: ``testWriteProfileReload`` and
-``testWriteProfileMetadataCache``, which read a real table through ``WriteProfile``. A ported test
-that fails is a finding about the model, fixed in the model.
+default 120 MB. Ported: the eight assigner tests and ``testWriteProfileReload``, whose
+``TestData.writeData`` is a write pipeline of :mod:`tests.conformance.harness` (one checkpoint,
+committed) and whose ``WriteProfile`` is the model's over that table's committed view; its
+assertions on the profile's meta client (``getLastCompleteInstant(writeProfile)``) read the
+timeline the profile's view was taken from, which the model's profile does not keep, so they
+stand as assertions on the small files' instants. Not ported: ``testWriteProfileMetadataCache``
+(the average record size is Hudi's estimate, 1024 bytes, without reading commit metadata). A
+ported test that fails is a finding about the model, fixed in the model.
 """
 
 from __future__ import annotations
@@ -25,6 +30,10 @@ from models.flink.bucket_assigner import (
     BucketType,
     SmallFile,
 )
+from models.flink.write_profile import TableWriteProfile
+from models.format.properties import COPY_ON_WRITE
+from models.view.fsview import latest_file_slices
+from tests.conformance.harness import DATA_SET_INSERT, Conf, TableBase, TestHarness, partition_path
 
 MAX_PARALLELISM = 1024
 
@@ -202,3 +211,50 @@ def test_update_and_insert_with_partial_small_files():
     assigner2.add_update("par1", "f2")
     assigner2.add_insert("par1")
     assert_bucket_equals(assigner2.add_insert("par1"), "par1", BucketType.UPDATE, "f0")
+
+
+def write_data(base: TableBase, checkpoint_id: int) -> None:
+    """``TestData.writeData(DATA_SET_INSERT, conf)``: one checkpoint of the data, committed."""
+    (
+        TestHarness.instance(base)
+        .prepare_pipeline(Conf(table_type=COPY_ON_WRITE))
+        .consume(DATA_SET_INSERT)
+        .checkpoint(checkpoint_id)
+        .assert_next_event()
+        .checkpoint_complete(checkpoint_id)
+        .end()
+    )
+
+
+def test_write_profile_reload():
+    """``testWriteProfileReload``: the profile answers from the view of its last reload."""
+    base = TableBase(COPY_ON_WRITE)
+    par1 = partition_path("par1")
+    profile = TableWriteProfile(
+        lambda: latest_file_slices(base.table.file_groups()[1]), is_mor=False
+    )
+    assert not profile.small_files(par1), "Should have no small files"
+    write_data(base, 1)
+    assert not profile.small_files(par1), "the profile was not reloaded"
+    profile.reload(1)
+    instant1 = base.last_complete_instant()
+    assert instant1 is not None
+    small_files2 = profile.small_files(par1)
+    assert len(small_files2) == 1, "Should have 1 small file"
+    assert small_files2[0].instant == instant1, (
+        "Small file should have same timestamp as last complete instant"
+    )
+    write_data(base, 2)
+    small_files3 = profile.small_files(par1)
+    assert len(small_files3) == 1, "Should have 1 small file"
+    assert small_files3[0].instant == instant1, (
+        "Non-reloaded write profile has the same base file view as before"
+    )
+    profile.reload(2)
+    instant2 = base.last_complete_instant()
+    assert instant2 != instant1, "Should have new complete instant"
+    small_files4 = profile.small_files(par1)
+    assert len(small_files4) == 1, "Should have 1 small file"
+    assert small_files4[0].instant == instant2, (
+        "Small file should have same timestamp as last complete instant"
+    )
