@@ -172,8 +172,8 @@ class JobRoles:
         )
 
     def _bucket_index(self, attempt: Attempt, task_id: int) -> TaskBucketIndex | None:
-        """An upsert task's bucket index (none under the Flink state index); the coordinator it asks for pending file ids is the
-        job's current one (:mod:`sim.flink.bucket_assign`)."""
+        """An upsert task's bucket index (none under the Flink state index); the coordinator it
+        asks for pending file ids is the job's current one (:mod:`sim.flink.bucket_assign`)."""
         if self.spec.operation != "upsert" or self.layout.index != "bucket":
             return None
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 from invariants.checks import check_all
@@ -25,6 +24,7 @@ from sim.flink.bucket_assign_function import AssignerSnapshots, BucketAssignTask
 from sim.world import World
 from tests.conformance.test_bucket_assigner import mock_bucket_assigner
 from tests.models.flink.test_state_index import records
+from tests.sim.flink.test_source import FakeInput
 from tests.sim.test_world import ALL_FAULTS, scenario_toml
 
 STATE_JOB: dict[str, Any] = {
@@ -39,17 +39,6 @@ STATE_JOB: dict[str, Any] = {
 being made, so a lost location shows."""
 
 
-class Writer:
-    """A write task's input that keeps what it receives."""
-
-    def __init__(self) -> None:
-        self.received: list[pa.Table] = []
-        self.backpressured = False
-
-    def receive(self, rows: pa.Table) -> None:
-        self.received.append(rows)
-
-
 def test_snapshots_keep_each_checkpoint_until_a_later_one_completes():
     snapshots = AssignerSnapshots()
     snapshots.take(1, {"k1": ("p", "f1")})
@@ -62,16 +51,16 @@ def test_snapshots_keep_each_checkpoint_until_a_later_one_completes():
 
 
 def test_an_assigner_task_hands_each_writer_the_file_groups_it_owns():
-    writers = [Writer(), Writer()]
+    writers = [FakeInput(), FakeInput()]
     snapshots = AssignerSnapshots()
     task = BucketAssignTask(
         StateIndex(mock_bucket_assigner(1, 2)), writers, snapshots, max_parallelism=128
     )
     task.receive(records(("k1", "p0"), ("k2", "p1"), ("k3", "p0")))
-    got = [t for w in writers for t in w.received]
+    got = [t for w in writers for t in w.batches]
     assert sum(t.num_rows for t in got) == 3
     for owner, writer in enumerate(writers):
-        for table in writer.received:
+        for table in writer.batches:
             for file_id in table.column(LOCATION_FILE_ID).to_pylist():
                 assert operator_index(file_id, 128, 2) == owner
     task.inject_barrier(7)
