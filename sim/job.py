@@ -240,6 +240,8 @@ class Job(JobRoles):
         for process in self._attempt.processes:
             if process.is_alive and process is not self.env.active_process:
                 process.interrupt("failover")
+        if not keeps_coordinator(path) and self._operator is not None:
+            self._operator.abandon()
         for channel in self._channels:
             channel.cancel_pending()
         yield self.env.timeout(self.context.sim.restart_delay_ms)

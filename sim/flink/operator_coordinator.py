@@ -183,6 +183,7 @@ class OperatorCoordinator:
         self.requests = InstantRequestExecutor(self, commit_ack_timeout_ms)
         self.me = attempt.process_name("coordinator")
         self._reported: set[int] = set()  # tasks whose bootstrap message arrived this attempt
+        self._in_flight: simpy.Process | None = None  # the mailbox action running, if any
 
     def rebind(self, attempt: Attempt) -> None:
         """Serve the job's next attempt (the coordinator survived a task or global failover)."""
@@ -232,21 +233,12 @@ class OperatorCoordinator:
         yield from self.attempt.run("coordinator", self._serve(state, step))
 
     def _serve(self, state: CoordinatorState | None, step: str) -> Generator[Any, Any, None]:
-        env, history, epoch = self.attempt.env, self.attempt.history, self.attempt.epoch
-        coordinator, me = self.coordinator, self.me
+        epoch, coordinator = self.attempt.epoch, self.coordinator
+        if self._in_flight is not None and self._in_flight.is_alive:
+            yield self._in_flight  # the action the previous attempt left running ends first
         self._reported.clear()
         self.requests.new_attempt()
-        history.invoke(
-            me, "restore", {"checkpoint": state.checkpoint_id if state else None, "path": step}
-        )
-        restore = {"start": coordinator.restore, "global": coordinator.reset_to_checkpoint}
-        results = []
-        if step == "global":
-            self._handle_received_events()
-        if step in restore:
-            results = yield from drive(env, restore[step](state), owner=me)
-        self._record_commits(results)
-        history.ok(me, "restore", {"recommitted": [r.instant.requested_time for r in results]})
+        yield from self._finish(self._restore(state, step))
         self.attempt.start(self.attempt.run("coordinator", self.requests.serve()))
         while True:
             with self.mailbox.get() as get:  # an interrupt withdraws the request: the mailbox
@@ -255,16 +247,47 @@ class OperatorCoordinator:
             if message.epoch != epoch and isinstance(message, STALE_KINDS):
                 continue
             if isinstance(message, InstantRequest):
-                yield from self.requests.handle(message)
+                yield from self._finish(self.requests.handle(message))
             elif isinstance(message, EventMessage):
                 coordinator.handle_event(message.event)
-                history.info(me, "event", message.event.summary())
+                self.attempt.history.info(self.me, "event", message.event.summary())
             elif isinstance(message, BootstrapMessage):
-                yield from self._bootstrap(message)
+                yield from self._finish(self._bootstrap(message))
             elif isinstance(message, SnapshotRequest):
                 self._snapshot(message)
             elif isinstance(message, CheckpointComplete):
-                yield from self._notified(message.checkpoint_id)
+                yield from self._finish(self._notified(message.checkpoint_id))
+
+    def _restore(self, state: CoordinatorState | None, step: str) -> Generator[Any, Any, None]:
+        """The restart ``step`` with the checkpointed ``state`` (:data:`RESTART_STEPS`)."""
+        coordinator, history, me = self.coordinator, self.attempt.history, self.me
+        history.invoke(
+            me, "restore", {"checkpoint": state.checkpoint_id if state else None, "path": step}
+        )
+        restore = {"start": coordinator.restore, "global": coordinator.reset_to_checkpoint}
+        results = []
+        if step == "global":
+            self._handle_received_events()
+        if step in restore:
+            results = yield from drive(self.attempt.env, restore[step](state), owner=me)
+        self._record_commits(results)
+        history.ok(me, "restore", {"recommitted": [r.instant.requested_time for r in results]})
+
+    def _finish(self, action: Generator[Any, Any, None]) -> Generator[Any, Any, None]:
+        """Run one mailbox action to its end, even when the attempt fails over meanwhile.
+
+        A task's (region) or a global failover leaves Flink's coordinator alone: its executor
+        thread goes on with the action it runs (Hudi's ``subtaskFailed`` and ``subtaskReset`` do
+        nothing, ``resetToCheckpoint`` is queued behind it). So the action is a process of its
+        own, which the failover does not interrupt and the next attempt's process waits for; a
+        JobManager failover or a rescale ends it with the coordinator (:meth:`abandon`)."""
+        self._in_flight = self.attempt.env.process(self.attempt.run("coordinator", action))
+        yield self._in_flight
+
+    def abandon(self) -> None:
+        """The coordinator is gone (a JobManager failover, a rescale): so is its action."""
+        if self._in_flight is not None and self._in_flight.is_alive:
+            self._in_flight.interrupt("failover")
 
     def _sit_out_pause_holding(self, message: Any) -> Generator[Any, Any, None]:
         """Sit out a pause of the job manager with ``message`` taken from the mailbox. A failover
