@@ -57,8 +57,10 @@ class Compactor:
         self, attempt: Attempt, writer: TableWriter, *, owner: str
     ) -> Generator[Any, Any, None]:
         """After commits: when due, schedule a compaction with the coordinator's ``writer`` (as
-        ``owner``) and start a compactor process in ``attempt`` to execute it."""
-        if not (
+        ``owner``) and start a compactor process in ``attempt`` to execute it. A commit the
+        coordinator finished after its tasks failed over (``attempt`` no longer runs) leaves the
+        schedule to the next attempt's notifications, whose compactor can execute it."""
+        if not attempt.is_running() or not (
             self.table.config.is_mor
             and not self.compacting
             and self.commits_since_compaction >= self.every_commits

@@ -78,6 +78,10 @@ class Attempt:
         drops RPCs addressed to an earlier execution attempt)."""
         return epoch == self.control.epoch
 
+    def is_running(self) -> bool:
+        """Whether the attempt still runs: a failover interrupts every process it started."""
+        return any(p.is_alive for p in self.processes)
+
     def fail(self, cause: str, *, failed_task: int | None = None) -> None:
         """Fail this attempt over: the job (Flink's ``failJob``) or, with ``failed_task``, that
         write task (``updateTaskExecutionState``)."""

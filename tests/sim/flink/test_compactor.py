@@ -74,7 +74,8 @@ def compactor(h: RoleHarness, writer: FakeWriter, **kwargs: Any) -> Compactor:
 
 
 def schedule(h: RoleHarness, c: Compactor, writer: FakeWriter) -> None:
-    h.env.process(c.schedule(h.attempt, writer, owner=ME))
+    """The coordinator's notification handling, a process of the running attempt."""
+    h.attempt.start(c.schedule(h.attempt, writer, owner=ME))
     h.env.run()
 
 
@@ -87,7 +88,7 @@ def test_a_compaction_is_scheduled_after_enough_commits_and_runs_in_its_own_proc
     c.committed(1)
     schedule(h, c, writer)
     assert c.commits_since_compaction == 0 and not c.compacting
-    assert len(h.attempt.processes) == 1 and h.named == [f"{JOB}/compactor"]
+    assert len(h.attempt.processes) == 3 and h.named == [f"{JOB}/compactor"]
     assert [(e.process, e.type, e.f) for e in h.events()] == [
         (ME, "ok", "schedule_compaction"),
         (f"{JOB}/compactor", "invoke", "compaction"),
@@ -116,6 +117,17 @@ def test_nothing_to_compact_resets_the_count():
     c.committed(2)
     schedule(h, c, writer)
     assert h.events() == [] and c.commits_since_compaction == 0 and not c.compacting
+
+
+def test_a_commit_finished_after_a_failover_leaves_the_schedule_to_the_next_attempt():
+    """The coordinator finishing a commit after its tasks failed over (no process of the attempt
+    alive) schedules nothing: the next attempt's compactor would not know of it."""
+    h, writer = RoleHarness(), FakeWriter()
+    c = compactor(h, writer)
+    c.committed(2)
+    h.env.process(c.schedule(h.attempt, writer, owner=ME))
+    h.env.run()
+    assert h.events() == [] and c.commits_since_compaction == 2 and not c.compacting
 
 
 def test_pending_compactions_are_resumed_in_order():
