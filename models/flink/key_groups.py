@@ -14,21 +14,12 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from models.format.arrow_strings import java_string_hashes
+from models.format.arrow_strings import java_string_hash, java_string_hashes
 
 INT_MASK = 0xFFFFFFFF
 INT_MIN = 0x80000000
 DEFAULT_LOWER_BOUND_MAX_PARALLELISM = 128
 UPPER_BOUND_MAX_PARALLELISM = 32768
-
-
-def string_hash_code(text: str) -> int:
-    """Java's ``String.hashCode`` (UTF-16 code units, 32-bit wrap-around), as an unsigned int."""
-    units = text.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(units), 2):
-        h = (h * 31 + (units[i] << 8 | units[i + 1])) & INT_MASK
-    return h
 
 
 def _rotate_left(value: int, bits: int) -> int:
@@ -56,7 +47,7 @@ def murmur_hash(code: int) -> int:
 
 def key_group(key: str, max_parallelism: int) -> int:
     """``KeyGroupRangeAssignment#assignToKeyGroup`` of a string key."""
-    return murmur_hash(string_hash_code(key)) % max_parallelism
+    return murmur_hash(java_string_hash(key)) % max_parallelism
 
 
 def operator_index(key: str, max_parallelism: int, parallelism: int) -> int:
@@ -103,5 +94,4 @@ __all__ = [
     "murmur_hash",
     "operator_index",
     "operator_indexes",
-    "string_hash_code",
 ]

@@ -180,7 +180,7 @@ def java_string_hashes(strings: pa.ChunkedArray | pa.Array) -> np.ndarray:
     if data is None:
         return np.zeros(n, np.uint64)
     if data.max() >= 0x80:
-        return np.array([_java_hash(s) for s in strings.to_pylist()], np.uint64)
+        return np.array([java_string_hash(s) for s in strings.to_pylist()], np.uint64)
     lengths = np.diff(offsets)
     owner = np.repeat(np.arange(n), lengths)
     after = (offsets[1:] - begin)[owner] - 1 - np.arange(end - begin)
@@ -190,7 +190,8 @@ def java_string_hashes(strings: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return (totals[offsets[1:] - begin] - totals[offsets[:-1] - begin]) & _UINT32
 
 
-def _java_hash(text: str) -> int:
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` of one string (UTF-16 code units), unsigned."""
     units = text.encode("utf-16-le")
     h = 0
     for unit in np.frombuffer(units, "<u2").tolist():

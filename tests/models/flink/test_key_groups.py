@@ -14,14 +14,14 @@ from models.flink.key_groups import (
     murmur_hash,
     operator_index,
     operator_indexes,
-    string_hash_code,
 )
+from models.format.arrow_strings import java_string_hash
 
 
 def test_string_hash_code_is_javas():
-    assert string_hash_code("hello") == 99162322
-    assert string_hash_code("polygenelubricants") == 2**31  # Integer.MIN_VALUE
-    assert string_hash_code("") == 0
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("polygenelubricants") == 2**31  # Integer.MIN_VALUE
+    assert java_string_hash("") == 0
 
 
 def test_key_groups_of_hudis_test_file_ids():
