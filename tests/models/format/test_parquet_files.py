@@ -8,7 +8,17 @@ import io
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from models.format.parquet_files import base_file_parquet, log_block_parquet, read_parquet
+from models.format.bloom_filter import DynamicBloomFilter
+from models.format.parquet_files import (
+    BLOOM_FILTER_METADATA_KEY,
+    BLOOM_FILTER_TYPE_CODE_KEY,
+    MAX_RECORD_KEY_FOOTER,
+    MIN_RECORD_KEY_FOOTER,
+    base_file_parquet,
+    footer_metadata,
+    log_block_parquet,
+    read_parquet,
+)
 
 
 def rows(n: int = 50) -> pa.Table:
@@ -61,3 +71,31 @@ def test_base_file_without_meta_columns_and_column_subset():
     assert not any(c.has_dictionary_page for c in column_chunks(data).values())
     assert read_parquet(data, ["ts"]).column_names == ["ts"]
     assert read_parquet(data).equals(plain)
+
+
+def test_a_base_file_footer_carries_hudis_bloom_filter_and_key_range():
+    table = rows(50).take(list(range(49, -1, -1)))  # written from the greatest key down
+    footer = footer_metadata(base_file_parquet(table))
+    assert footer[BLOOM_FILTER_TYPE_CODE_KEY] == "DYNAMIC_V0"
+    assert (footer[MIN_RECORD_KEY_FOOTER], footer[MAX_RECORD_KEY_FOOTER]) == (
+        "k00000000",
+        "k00000049",
+    )
+    bloom = DynamicBloomFilter.from_string(footer[BLOOM_FILTER_METADATA_KEY])
+    assert all(bloom.might_contain(f"k{i:08d}") for i in range(50))
+    assert not any(bloom.might_contain(f"k{i:08d}") for i in range(50, 1050))
+
+
+def test_an_empty_base_file_has_a_filter_but_no_key_range():
+    footer = footer_metadata(base_file_parquet(rows(0)))
+    assert BLOOM_FILTER_METADATA_KEY in footer
+    assert MIN_RECORD_KEY_FOOTER not in footer and MAX_RECORD_KEY_FOOTER not in footer
+
+
+def test_reading_a_base_file_leaves_the_footer_out_of_the_schema():
+    """A table read back and written again does not carry the old file's filter."""
+    read = read_parquet(base_file_parquet(rows()))
+    assert read.schema.metadata is None
+    again = footer_metadata(base_file_parquet(read.slice(0, 3)))
+    bloom = DynamicBloomFilter.from_string(again[BLOOM_FILTER_METADATA_KEY])
+    assert bloom.might_contain("k00000002") and not bloom.might_contain("k00000003")
