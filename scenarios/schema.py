@@ -134,7 +134,8 @@ class Scenario(Spec):
 
     @model_validator(mode="after")
     def _multi_job_rules(self) -> Self:
-        """Rules across jobs that Hudi itself enforces for multi-writer tables (docs/protocol.md section 7)."""
+        """Rules across jobs that Hudi itself enforces for multi-writer tables (docs/protocol.md section 7),
+        and which index a job's options apply to."""
         names: dict[str, int] = {}
         for index, job in enumerate(self.jobs):
             if job.name in names:
@@ -144,6 +145,12 @@ class Scenario(Spec):
                     allowed="a name no other job has",
                 )
             names[job.name] = index
+            if job.index_bootstrap and job.index != "flink_state":
+                raise RuleViolation(
+                    "index_bootstrap loads the Flink state index; the bucket index has no state",
+                    key=f"jobs[{index}].index_bootstrap",
+                    allowed='false, or index = "flink_state"',
+                )
         services = [index for index, job in enumerate(self.jobs) if job.table_services]
         if len(services) > 1:
             raise RuleViolation(

@@ -147,6 +147,11 @@ class JobSpec(Spec):
     """Hudi's ``index.type`` for upserts: ``bucket`` (a file group per hashed bucket; what NBCC
     requires) or ``flink_state`` (Hudi's Flink default: a bucket-assigner operator keeps each
     key's file group in Flink state and packs new keys into small files or new file groups)."""
+    index_bootstrap: bool = False
+    """Hudi's ``index.bootstrap.enabled`` (``flink_state`` only): at every start and restore the
+    record keys of the table's latest file slices are loaded into the assigners' keyed state
+    before any record passes (``BootstrapOperator``); after a restore only when an instant
+    requested after the checkpoint's last pending one has completed."""
     parquet_max_file_size_mb: number_in(0, 1_000_000, open_low=True) = 120.0
     """Hudi's ``write.parquet.max.file.size``: under ``flink_state``, a file group is a small
     file with room for ``(this - its size) / 1024`` more records (1024 bytes: Hudi's record size

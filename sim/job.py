@@ -200,7 +200,7 @@ class Job(JobRoles):
         for task, state in zip(tasks, task_states, strict=True):
             attempt.start(task.run(state))
         assigners = self._assigners(
-            attempt, checkpoint.checkpoint_id if checkpoint else None, tasks
+            attempt, checkpoint.checkpoint_id if checkpoint else None, tasks, coordinator
         )
         attempt.start(self._source(attempt, tasks, assigners).run())
         attempt.start(

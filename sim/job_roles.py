@@ -12,6 +12,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from models.flink.coordinator import RestoreRules, WriteCoordinator
+from models.flink.index_bootstrap import bootstrap_index
+from models.flink.state_index import Location
 from models.flink.write_buffer import BufferOptions
 from models.flink.write_files import FileLayout
 from models.flink.write_profile import TableWriteProfile
@@ -210,11 +212,15 @@ class JobRoles:
         )
 
     def _assigners(
-        self, attempt: Attempt, checkpoint_id: int | None, tasks: list[WriteFunction]
+        self,
+        attempt: Attempt,
+        checkpoint_id: int | None,
+        tasks: list[WriteFunction],
+        coordinator: OperatorCoordinator,
     ) -> list[BucketAssignTask]:
         """The Flink state index's assigner subtasks of an upsert job (none under the bucket
         index), restored from ``checkpoint_id``'s keyed state (variant ``index_state = "lost"``:
-        empty)."""
+        empty), then loaded by the index bootstrap if the job enables it."""
         if self.layout.index != "flink_state" or self.spec.operation != "upsert":
             return []
         clients = self.context.clients
@@ -232,7 +238,29 @@ class JobRoles:
             profile=profile,
             max_parallelism=self.max_parallelism,
             mint_uuid=lambda i: uuid_source(self.rng.child(f"assigner-ids:{attempt.epoch}:{i}")),
+            bootstrapped=self._index_bootstrap(restored) if self.spec.index_bootstrap else None,
+            last_pending_instant=lambda: max(
+                coordinator.coordinator.pending_instants, default=None
+            ),
         )
+
+    def _index_bootstrap(self, restored: int | None) -> dict[str, Location]:
+        """``BootstrapOperator#preLoadIndexRecords`` over the committed view, after the
+        checkpoint's last pending instant (none when nothing was restored)."""
+        table, options = self.context.clients.table, self.context.clients.view_options
+        timeline, groups = table.file_groups(options=options)
+        last = self.assigner_snapshots.last_pending(restored)
+        loaded = bootstrap_index(table, timeline, latest_file_slices(groups), last)
+        self.history.ok(
+            self.name,
+            "index_bootstrap",
+            {
+                "last_instant": last,
+                "loaded_instant": loaded.loaded_instant,
+                "keys": len(loaded.locations),
+            },
+        )
+        return loaded.locations
 
     def _checkpointing(
         self,

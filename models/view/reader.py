@@ -232,7 +232,7 @@ def _stack(
                 columns[ordering] = _delete_ordering(keys.column("ordering_value"))
             stacked.append(pa.table(columns))
         else:
-            keyed = batch.append_column(_KEY, _key_column(batch, config))
+            keyed = batch.append_column(_KEY, record_key_column(batch, config))
             stacked.append(keyed.append_column(_DELETE, _deleted_flags(batch)))
     return (
         pa.concat_tables(stacked, promote_options="permissive") if len(stacked) > 1 else stacked[0]
@@ -248,7 +248,9 @@ def _delete_ordering(values: pa.ChunkedArray) -> pa.ChunkedArray:
     return values
 
 
-def _key_column(version: pa.Table, config: TableConfig) -> pa.ChunkedArray:
+def record_key_column(version: pa.Table, config: TableConfig) -> pa.ChunkedArray:
+    """The record key of each row of a data file or block: ``_hoodie_record_key``, or the key
+    fields when the table does not populate meta fields (Hudi's key generators' form)."""
     if RECORD_KEY in version.column_names and config.populate_meta_fields:
         return version.column(RECORD_KEY).cast(pa.string())
     fields = config.record_key_fields

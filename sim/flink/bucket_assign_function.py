@@ -16,7 +16,7 @@ assigner (``notifyCheckpointComplete`` -> ``BucketAssigner#reload``) when it com
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,14 +37,26 @@ class AssignerSnapshots:
     backend's share of Flink's checkpoints): every subtask's entries merged, by checkpoint id."""
 
     _by_checkpoint: dict[int, dict[str, Location]] = field(default_factory=dict)
+    _last_pending: dict[int, str | None] = field(default_factory=dict)
 
-    def take(self, checkpoint_id: int, locations: dict[str, Location]) -> None:
+    def take(
+        self, checkpoint_id: int, locations: dict[str, Location], last_pending: str | None
+    ) -> None:
+        """One subtask's keyed state at the barrier of ``checkpoint_id``, and the coordinator's
+        last pending instant then (the index bootstrap's operator state, ``lastInstantTime``)."""
         self._by_checkpoint.setdefault(checkpoint_id, {}).update(locations)
+        self._last_pending[checkpoint_id] = last_pending
 
     def completed(self, checkpoint_id: int) -> None:
         """Checkpoint ``checkpoint_id`` completed: older snapshots are not restored any more."""
         for old in [c for c in self._by_checkpoint if c < checkpoint_id]:
             del self._by_checkpoint[old]
+            self._last_pending.pop(old, None)
+
+    def last_pending(self, checkpoint_id: int | None) -> str | None:
+        """The last pending instant checkpoint ``checkpoint_id`` recorded (None: none, or a
+        start without state)."""
+        return None if checkpoint_id is None else self._last_pending.get(checkpoint_id)
 
     def restored(self, checkpoint_id: int | None) -> dict[str, Location]:
         """The state of completed checkpoint ``checkpoint_id`` (None: a start without state)."""
@@ -63,11 +75,13 @@ class BucketAssignTask:
         snapshots: AssignerSnapshots,
         *,
         max_parallelism: int,
+        last_pending_instant: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.index = index
         self.writers = tuple(writers)
         self.snapshots = snapshots
         self.max_parallelism = max_parallelism
+        self.last_pending_instant = last_pending_instant
         self._writer_of: dict[str, int] = {}
 
     def receive(self, rows: pa.Table) -> None:
@@ -98,8 +112,9 @@ class BucketAssignTask:
         return any(w.backpressured for w in self.writers)
 
     def inject_barrier(self, checkpoint_id: int) -> None:
-        """The barrier: ``snapshotState`` of the keyed state (and the bucket map reset)."""
-        self.snapshots.take(checkpoint_id, self.index.snapshot())
+        """The barrier: ``snapshotState`` of the keyed state (and the bucket map reset), with
+        the coordinator's last pending instant (the bootstrap operator's state)."""
+        self.snapshots.take(checkpoint_id, self.index.snapshot(), self.last_pending_instant())
 
     def checkpoint_complete(self, checkpoint_id: int) -> None:
         """``notifyCheckpointComplete``: the assigner reloads its small files and profile."""
@@ -124,11 +139,15 @@ def assigner_tasks(
     profile: TableWriteProfile,
     max_parallelism: int,
     mint_uuid: Callable[[int], Callable[[], str]],
+    bootstrapped: Mapping[str, Location] | None = None,
+    last_pending_instant: Callable[[], str | None] = lambda: None,
 ) -> list[BucketAssignTask]:
     """One assigner subtask per write task (``write.bucket_assign.tasks`` = ``write.tasks``),
-    each with its share of the restored keyed state and a new assigner over ``profile`` (both
-    sized by the same ``write.parquet.max.file.size``, ``HoodieWriteConfig#getParquetMaxFileSize``)."""
-    restored = snapshots.restored(restored_checkpoint)
+    each with its share of the restored keyed state, overwritten by its share of the index
+    bootstrap's ``bootstrapped`` locations (:mod:`models.flink.index_bootstrap`), and a new
+    assigner over ``profile`` (both sized by the same ``write.parquet.max.file.size``,
+    ``HoodieWriteConfig#getParquetMaxFileSize``)."""
+    restored = {**snapshots.restored(restored_checkpoint), **(bootstrapped or {})}
     parallelism = len(writers)
     return [
         BucketAssignTask(
@@ -146,6 +165,7 @@ def assigner_tasks(
             writers,
             snapshots,
             max_parallelism=max_parallelism,
+            last_pending_instant=last_pending_instant,
         )
         for task_id in range(parallelism)
     ]

@@ -79,6 +79,7 @@ EXPECTED = {
     "pending_compaction_reads": (),
     "late_last_notification": (),
     "heavy_late_ack": (),
+    "flink_state_bootstrap": (),
     "flink_state_cow": (),
     "bucket_index_cow": (),
     "flink_state_lost": ("merge_convergence", "no_data_loss", "unique_key"),

@@ -71,6 +71,7 @@ DEFAULTS: dict[str, Any] = {
     "jobs.compaction_every_commits": 5,
     "jobs.concurrency": "nbcc",
     "jobs.index": "bucket",
+    "jobs.index_bootstrap": False,
     "jobs.parquet_max_file_size_mb": 120.0,
     "jobs.failover": "region",
     "jobs.columns": (),
@@ -390,6 +391,13 @@ def test_unknown_key_lists_the_tables_keys(table: str, header: str) -> None:
     model = JobSpec if table == "jobs[0]" else Scenario.model_fields[table].annotation
     assert_one_line(error, f"{table}.colour", ", ".join(model.model_fields))
     assert 'unknown key "colour"' in str(error)
+
+
+def test_index_bootstrap_needs_the_flink_state_index() -> None:
+    error = error_of(f"{MINIMAL}[[jobs]]\n[[jobs]]\nindex_bootstrap = true\n")
+    assert_one_line(error, "jobs[1].index_bootstrap", 'index = "flink_state"')
+    body = f'{MINIMAL}[[jobs]]\nindex = "flink_state"\nindex_bootstrap = true\n'
+    assert parse_scenario(body).jobs[0].index_bootstrap
 
 
 def test_misspelt_key_is_an_error_not_a_default() -> None:
