@@ -145,12 +145,13 @@ class Scenario(Spec):
                     allowed="a name no other job has",
                 )
             names[job.name] = index
-            if job.index_bootstrap and job.index != "flink_state":
-                raise RuleViolation(
-                    "index_bootstrap loads the Flink state index; the bucket index has no state",
-                    key=f"jobs[{index}].index_bootstrap",
-                    allowed='false, or index = "flink_state"',
-                )
+            for option in ("index_bootstrap", "index_state_ttl_days"):
+                if getattr(job, option) and job.index != "flink_state":
+                    raise RuleViolation(
+                        f"{option} applies to the Flink state index; the bucket index has none",
+                        key=f"jobs[{index}].{option}",
+                        allowed='the default, or index = "flink_state"',
+                    )
         services = [index for index, job in enumerate(self.jobs) if job.table_services]
         if len(services) > 1:
             raise RuleViolation(

@@ -152,6 +152,11 @@ class JobSpec(Spec):
     record keys of the table's latest file slices are loaded into the assigners' keyed state
     before any record passes (``BootstrapOperator``); after a restore only when an instant
     requested after the checkpoint's last pending one has completed."""
+    index_state_ttl_days: number_in(0, 36_500) = 0.0
+    """Hudi's ``index.state.ttl`` (``flink_state`` only), in days: a key whose index entry was
+    not written for this long reads as unknown and takes the insert path (Flink state TTL on
+    processing time, refreshed by every record of the key). 0: never expires (Hudi's default
+    from 0.10; 0.9 had 1.5 days, apache/hudi#4508)."""
     parquet_max_file_size_mb: number_in(0, 1_000_000, open_low=True) = 120.0
     """Hudi's ``write.parquet.max.file.size``: under ``flink_state``, a file group is a small
     file with room for ``(this - its size) / 1024`` more records (1024 bytes: Hudi's record size

@@ -24,6 +24,7 @@ from models.view.fsview import latest_file_slices
 from scenarios.tables import JobSpec
 from sim.flink.bucket_assign import TaskBucketIndex, owned_buckets, task_bucket_index, uuid_source
 from sim.flink.bucket_assign_function import (
+    AssignerOptions,
     AssignerSnapshots,
     BucketAssignTask,
     assigner_tasks,
@@ -42,6 +43,9 @@ from sim.flink.source import SourcePosition, SourceReader
 from sim.flink.write_function import WriteFunction
 from sim.job_context import JobContext
 from sim.network import Channel
+
+MS_PER_DAY = 24 * 60 * 60 * 1000
+"""``index.state.ttl`` is in days; ``BucketAssignFunction`` multiplies it out to milliseconds."""
 
 if TYPE_CHECKING:
     import simpy
@@ -231,18 +235,18 @@ class JobRoles:
             max_file_size_bytes=round(self.spec.parquet_max_file_size_mb * 1024 * 1024),
         )
         restored = checkpoint_id if self.context.protocol.index_state == "restored" else None
-        return assigner_tasks(
-            tasks,
-            self.assigner_snapshots,
-            restored,
-            profile=profile,
-            max_parallelism=self.max_parallelism,
-            mint_uuid=lambda i: uuid_source(self.rng.child(f"assigner-ids:{attempt.epoch}:{i}")),
-            bootstrapped=self._index_bootstrap(restored) if self.spec.index_bootstrap else None,
+        settings = AssignerOptions(
+            profile,
+            self.max_parallelism,
+            lambda i: uuid_source(self.rng.child(f"assigner-ids:{attempt.epoch}:{i}")),
+            ttl_ms=round(self.spec.index_state_ttl_days * MS_PER_DAY),
+            clock_ms=lambda: int(self.env.now),
             last_pending_instant=lambda: max(
                 coordinator.coordinator.pending_instants, default=None
             ),
         )
+        bootstrapped = self._index_bootstrap(restored) if self.spec.index_bootstrap else None
+        return assigner_tasks(tasks, self.assigner_snapshots, restored, settings, bootstrapped)
 
     def _index_bootstrap(self, restored: int | None) -> dict[str, Location]:
         """``BootstrapOperator#preLoadIndexRecords`` over the committed view, after the

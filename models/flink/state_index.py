@@ -40,21 +40,40 @@ Location = tuple[str, str]
 
 @dataclass
 class StateIndex:
-    """One assigner subtask: ``locations`` (its keyed state) and its ``assigner``."""
+    """One assigner subtask: ``locations`` (its keyed state) and its ``assigner``.
+
+    With a state TTL (``ttl_ms`` > 0, Hudi's ``index.state.ttl`` in days, 0: none; Flink's
+    ``StateTtlConfig`` as ``StateTtlConfigUtil#createTtlConfig`` builds it: ``OnCreateAndWrite``,
+    ``NeverReturnExpired``, processing time), ``written_ms`` holds each entry's last write: an
+    entry not written for ``ttl_ms`` reads as absent (``TtlUtils#expired``: written + ttl <=
+    now), so its key takes the insert path. ``processRecord`` writes the state for every record
+    ("always refresh the index"), which refreshes the entry."""
 
     assigner: BucketAssigner
     locations: dict[str, Location] = field(default_factory=dict)
+    ttl_ms: int = 0
+    written_ms: dict[str, int] = field(default_factory=dict)
 
-    def assign(self, rows: pa.Table) -> pa.Table:
-        """``rows`` with the file id each record goes to (:data:`LOCATION_FILE_ID`), in order."""
+    def assign(self, rows: pa.Table, now_ms: int = 0) -> pa.Table:
+        """``rows`` with the file id each record goes to (:data:`LOCATION_FILE_ID`), in order,
+        at processing time ``now_ms``."""
         if rows.num_rows == 0:
             return rows.append_column(LOCATION_FILE_ID, pa.array([], pa.string()))
         paths = _partition_paths(rows)
         file_ids = []
         updated: set[Location] = set()
-        locations, assigner = self.locations, self.assigner
+        locations, assigner, ttl, written = (
+            self.locations,
+            self.assigner,
+            self.ttl_ms,
+            self.written_ms,
+        )
         for key, path in zip(rows.column(RECORD_KEY_FIELD).to_pylist(), paths, strict=True):
             old = locations.get(key)
+            if ttl:
+                if old is not None and written.get(key, now_ms) + ttl <= now_ms:
+                    old = None
+                written[key] = now_ms
             if old is not None and old[0] == path:
                 if old not in updated:
                     assigner.add_update(path, old[1])
@@ -65,6 +84,12 @@ class StateIndex:
             locations[key] = (path, file_id)
             file_ids.append(file_id)
         return rows.append_column(LOCATION_FILE_ID, pa.array(file_ids, pa.string()))
+
+    def load(self, locations: Mapping[str, Location], now_ms: int) -> None:
+        """Index records (the bootstrap's): each location written into the state at ``now_ms``."""
+        self.locations.update(locations)
+        if self.ttl_ms:
+            self.written_ms.update(dict.fromkeys(locations, now_ms))
 
     def snapshot(self) -> dict[str, Location]:
         """``snapshotState``: a copy of the keyed state; the assigner's bucket map is reset."""

@@ -37,20 +37,28 @@ class AssignerSnapshots:
     backend's share of Flink's checkpoints): every subtask's entries merged, by checkpoint id."""
 
     _by_checkpoint: dict[int, dict[str, Location]] = field(default_factory=dict)
+    _written_ms: dict[int, dict[str, int]] = field(default_factory=dict)
     _last_pending: dict[int, str | None] = field(default_factory=dict)
 
     def take(
-        self, checkpoint_id: int, locations: dict[str, Location], last_pending: str | None
+        self,
+        checkpoint_id: int,
+        locations: dict[str, Location],
+        last_pending: str | None = None,
+        written_ms: dict[str, int] | None = None,
     ) -> None:
-        """One subtask's keyed state at the barrier of ``checkpoint_id``, and the coordinator's
-        last pending instant then (the index bootstrap's operator state, ``lastInstantTime``)."""
+        """One subtask's keyed state at the barrier of ``checkpoint_id`` (with its entries'
+        TTL timestamps), and the coordinator's last pending instant then (the index bootstrap's
+        operator state, ``lastInstantTime``)."""
         self._by_checkpoint.setdefault(checkpoint_id, {}).update(locations)
+        self._written_ms.setdefault(checkpoint_id, {}).update(written_ms or {})
         self._last_pending[checkpoint_id] = last_pending
 
     def completed(self, checkpoint_id: int) -> None:
         """Checkpoint ``checkpoint_id`` completed: older snapshots are not restored any more."""
         for old in [c for c in self._by_checkpoint if c < checkpoint_id]:
             del self._by_checkpoint[old]
+            self._written_ms.pop(old, None)
             self._last_pending.pop(old, None)
 
     def last_pending(self, checkpoint_id: int | None) -> str | None:
@@ -64,6 +72,24 @@ class AssignerSnapshots:
             return {}
         return self._by_checkpoint.get(checkpoint_id, {})
 
+    def restored_written_ms(self, checkpoint_id: int | None) -> dict[str, int]:
+        """The TTL timestamps of :meth:`restored`'s entries."""
+        return {} if checkpoint_id is None else self._written_ms.get(checkpoint_id, {})
+
+
+@dataclass(frozen=True)
+class AssignerOptions:
+    """What every assigner subtask of a job is built with: the write ``profile``, Flink's max
+    parallelism, a file-id source per subtask, the index state TTL (0: none) with the task
+    managers' processing time, and the coordinator's last pending instant (for snapshots)."""
+
+    profile: TableWriteProfile
+    max_parallelism: int
+    mint_uuid: Callable[[int], Callable[[], str]]
+    ttl_ms: int = 0
+    clock_ms: Callable[[], int] = lambda: 0
+    last_pending_instant: Callable[[], str | None] = lambda: None
+
 
 class BucketAssignTask:
     """One assigner subtask: a :class:`~sim.flink.source.TaskInput` for the source."""
@@ -75,12 +101,14 @@ class BucketAssignTask:
         snapshots: AssignerSnapshots,
         *,
         max_parallelism: int,
+        clock_ms: Callable[[], int] = lambda: 0,
         last_pending_instant: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.index = index
         self.writers = tuple(writers)
         self.snapshots = snapshots
         self.max_parallelism = max_parallelism
+        self.clock_ms = clock_ms
         self.last_pending_instant = last_pending_instant
         self._writer_of: dict[str, int] = {}
 
@@ -88,7 +116,7 @@ class BucketAssignTask:
         """Locate ``rows`` and hand each write task the records of the file groups it owns."""
         if rows.num_rows == 0:
             return
-        located = self.index.assign(rows)
+        located = self.index.assign(rows, self.clock_ms())
         owners = np.array(
             [self._writer(f) for f in located.column(LOCATION_FILE_ID).to_pylist()], np.int64
         )
@@ -114,7 +142,10 @@ class BucketAssignTask:
     def inject_barrier(self, checkpoint_id: int) -> None:
         """The barrier: ``snapshotState`` of the keyed state (and the bucket map reset), with
         the coordinator's last pending instant (the bootstrap operator's state)."""
-        self.snapshots.take(checkpoint_id, self.index.snapshot(), self.last_pending_instant())
+        index = self.index
+        self.snapshots.take(
+            checkpoint_id, index.snapshot(), self.last_pending_instant(), dict(index.written_ms)
+        )
 
     def checkpoint_complete(self, checkpoint_id: int) -> None:
         """``notifyCheckpointComplete``: the assigner reloads its small files and profile."""
@@ -135,43 +166,51 @@ def assigner_tasks(
     writers: Sequence[TaskInput],
     snapshots: AssignerSnapshots,
     restored_checkpoint: int | None,
-    *,
-    profile: TableWriteProfile,
-    max_parallelism: int,
-    mint_uuid: Callable[[int], Callable[[], str]],
+    options: AssignerOptions,
     bootstrapped: Mapping[str, Location] | None = None,
-    last_pending_instant: Callable[[], str | None] = lambda: None,
 ) -> list[BucketAssignTask]:
     """One assigner subtask per write task (``write.bucket_assign.tasks`` = ``write.tasks``),
     each with its share of the restored keyed state, overwritten by its share of the index
     bootstrap's ``bootstrapped`` locations (:mod:`models.flink.index_bootstrap`), and a new
-    assigner over ``profile`` (both sized by the same ``write.parquet.max.file.size``,
+    assigner over the profile (both sized by the same ``write.parquet.max.file.size``,
     ``HoodieWriteConfig#getParquetMaxFileSize``)."""
-    restored = {**snapshots.restored(restored_checkpoint), **(bootstrapped or {})}
-    parallelism = len(writers)
-    return [
-        BucketAssignTask(
-            StateIndex(
-                BucketAssigner(
-                    task_id,
-                    parallelism,
-                    profile,
-                    mint_uuid(task_id),
-                    max_parallelism,
-                    max_file_size_bytes=profile.max_file_size_bytes,
-                ),
-                restore_locations(restored, task_id, max_parallelism, parallelism),
+    restored = snapshots.restored(restored_checkpoint)
+    written = snapshots.restored_written_ms(restored_checkpoint)
+    parallelism, most = len(writers), options.max_parallelism
+    tasks = []
+    for task_id in range(parallelism):
+        share = restore_locations(restored, task_id, most, parallelism)
+        index = StateIndex(
+            BucketAssigner(
+                task_id,
+                parallelism,
+                options.profile,
+                options.mint_uuid(task_id),
+                most,
+                max_file_size_bytes=options.profile.max_file_size_bytes,
             ),
-            writers,
-            snapshots,
-            max_parallelism=max_parallelism,
-            last_pending_instant=last_pending_instant,
+            share,
+            options.ttl_ms,
+            {key: written[key] for key in share if key in written},
         )
-        for task_id in range(parallelism)
-    ]
+        index.load(
+            restore_locations(bootstrapped or {}, task_id, most, parallelism), options.clock_ms()
+        )
+        tasks.append(
+            BucketAssignTask(
+                index,
+                writers,
+                snapshots,
+                max_parallelism=most,
+                clock_ms=options.clock_ms,
+                last_pending_instant=options.last_pending_instant,
+            )
+        )
+    return tasks
 
 
 __all__ = [
+    "AssignerOptions",
     "AssignerSnapshots",
     "BucketAssignTask",
     "assigner_tasks",

@@ -78,7 +78,8 @@ def real_rule_twin(data: dict[str, Any]) -> dict[str, Any]:
     - jobs: ``minibatch`` instant generation (a proposal, at-least-once) becomes ``async``; a
       copy-on-write upsert job on ``async`` becomes ``blocking`` (Hudi 1.1 keeps those blocking);
       several jobs under OCC run under NBCC (OCC between Flink jobs on the same file groups
-      restarts the losing job forever, apache/hudi#19046: inherent, not a switch).
+      restarts the losing job forever, apache/hudi#19046: inherent, not a switch); the Flink
+      state index's entries never expire (no ``index_state_ttl_days``, Hudi's default).
 
     ``[expect] violations`` becomes empty.
     """
@@ -104,6 +105,7 @@ def real_rule_twin(data: dict[str, Any]) -> dict[str, Any]:
         if cow and mode == "async" and job.get("operation", "upsert") == "upsert":
             mode = "blocking"
         job["instant_generation"] = mode
+        job.pop("index_state_ttl_days", None)
         if occ_jobs > 1:
             job["concurrency"] = "nbcc"
         jobs.append(job)

@@ -72,6 +72,7 @@ DEFAULTS: dict[str, Any] = {
     "jobs.concurrency": "nbcc",
     "jobs.index": "bucket",
     "jobs.index_bootstrap": False,
+    "jobs.index_state_ttl_days": 0.0,
     "jobs.parquet_max_file_size_mb": 120.0,
     "jobs.failover": "region",
     "jobs.columns": (),
@@ -393,11 +394,14 @@ def test_unknown_key_lists_the_tables_keys(table: str, header: str) -> None:
     assert 'unknown key "colour"' in str(error)
 
 
-def test_index_bootstrap_needs_the_flink_state_index() -> None:
-    error = error_of(f"{MINIMAL}[[jobs]]\n[[jobs]]\nindex_bootstrap = true\n")
-    assert_one_line(error, "jobs[1].index_bootstrap", 'index = "flink_state"')
-    body = f'{MINIMAL}[[jobs]]\nindex = "flink_state"\nindex_bootstrap = true\n'
-    assert parse_scenario(body).jobs[0].index_bootstrap
+@pytest.mark.parametrize(
+    ("option", "value"), [("index_bootstrap", "true"), ("index_state_ttl_days", "1.5")]
+)
+def test_state_index_options_need_the_flink_state_index(option: str, value: str) -> None:
+    error = error_of(f"{MINIMAL}[[jobs]]\n[[jobs]]\n{option} = {value}\n")
+    assert_one_line(error, f"jobs[1].{option}", 'index = "flink_state"')
+    body = f'{MINIMAL}[[jobs]]\nindex = "flink_state"\n{option} = {value}\n'
+    assert getattr(parse_scenario(body).jobs[0], option)
 
 
 def test_misspelt_key_is_an_error_not_a_default() -> None:

@@ -100,6 +100,7 @@ VARIANTS += (
     Variant("rescale_restored_id", {"protocol": {"restored_checkpoint_id": "always"}}),
     Variant("duplicate_bucket_file_id", {"protocol": {"pending_file_ids": "adopted"}}),
     Variant("flink_state_lost", {"protocol": {"index_state": "restored"}}),
+    Variant("flink_state_ttl", {"jobs": {"index_state_ttl_days": 0}}),
     Variant("blocked_instant_requests", {"protocol": {"instant_request": "polled"}}),
     Variant("occ_recommit_baseline", {"protocol": {"recommit_baseline": "job"}}),
     Variant(

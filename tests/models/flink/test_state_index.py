@@ -58,3 +58,39 @@ def test_a_restore_splits_the_state_by_key_group(ids, parallelism):
     for task_id, part in enumerate(parts):
         assert all(operator_index(k, 128, parallelism) == task_id for k in part)
         assert all(state[k] == v for k, v in part.items())
+
+
+def test_an_entry_not_written_for_the_ttl_expires_and_its_key_is_inserted_again():
+    """``index.state.ttl``: expired when written + ttl <= now (``TtlUtils#expired``); a known
+    key's record refreshes its entry. (A second assigner, whose new files differ from the
+    first's, tells an UPDATE from a new INSERT.)"""
+    index = StateIndex(mock_bucket_assigner(), ttl_ms=1000)
+    first = index.assign(records(("k1", "p0")), now_ms=0).column(LOCATION_FILE_ID)[0].as_py()
+    index.assigner = mock_bucket_assigner(1, 2)
+    assert (
+        index.assign(records(("k1", "p0")), now_ms=999).column(LOCATION_FILE_ID)[0].as_py() == first
+    )
+    assert (
+        index.assign(records(("k1", "p0")), now_ms=1998).column(LOCATION_FILE_ID)[0].as_py()
+        == first
+    )
+    expired = index.assign(records(("k1", "p0")), now_ms=2998).column(LOCATION_FILE_ID)[0].as_py()
+    assert expired != first and index.locations["k1"] == ("part=p0", expired)
+    assert index.written_ms == {"k1": 2998}
+
+
+def test_without_a_ttl_entries_never_expire_and_no_times_are_kept():
+    index = StateIndex(mock_bucket_assigner())
+    first = index.assign(records(("k1", "p0")), now_ms=0).column(LOCATION_FILE_ID)[0]
+    index.snapshot()
+    assert index.assign(records(("k1", "p0")), now_ms=10**12).column(LOCATION_FILE_ID)[0] == first
+    assert index.written_ms == {}
+
+
+def test_loaded_index_records_are_written_at_the_load():
+    index = StateIndex(mock_bucket_assigner(), ttl_ms=1000)
+    index.load({"k1": ("part=p0", "f1")}, now_ms=500)
+    assert index.written_ms == {"k1": 500}
+    assert (
+        index.assign(records(("k1", "p0")), now_ms=1499).column(LOCATION_FILE_ID)[0].as_py() == "f1"
+    )

@@ -50,6 +50,25 @@ def test_snapshots_keep_each_checkpoint_until_a_later_one_completes():
     assert snapshots.restored(None) == {}
 
 
+def test_a_snapshot_keeps_the_ttl_times_and_the_last_pending_instant():
+    writers = [FakeInput()]
+    snapshots = AssignerSnapshots()
+    task = BucketAssignTask(
+        StateIndex(mock_bucket_assigner(), ttl_ms=1000),
+        writers,
+        snapshots,
+        max_parallelism=128,
+        clock_ms=lambda: 250,
+        last_pending_instant=lambda: "20260101000000123",
+    )
+    task.receive(records(("k1", "p0")))
+    task.inject_barrier(3)
+    assert snapshots.restored_written_ms(3) == {"k1": 250}
+    assert snapshots.last_pending(3) == "20260101000000123"
+    snapshots.completed(4)
+    assert snapshots.restored_written_ms(3) == {} and snapshots.last_pending(3) is None
+
+
 def test_an_assigner_task_hands_each_writer_the_file_groups_it_owns():
     writers = [FakeInput(), FakeInput()]
     snapshots = AssignerSnapshots()
