@@ -45,7 +45,8 @@ from sim.job_context import JobContext
 from sim.network import Channel
 
 MS_PER_DAY = 24 * 60 * 60 * 1000
-"""``index.state.ttl`` is in days; ``BucketAssignFunction`` multiplies it out to milliseconds."""
+"""``index.state.ttl`` is in days; ``BucketAssignFunction#open`` multiplies it out to milliseconds
+and truncates (``(long) ttl``)."""
 
 if TYPE_CHECKING:
     import simpy
@@ -239,7 +240,7 @@ class JobRoles:
             profile,
             self.max_parallelism,
             lambda i: uuid_source(self.rng.child(f"assigner-ids:{attempt.epoch}:{i}")),
-            ttl_ms=round(self.spec.index_state_ttl_days * MS_PER_DAY),
+            ttl_ms=int(self.spec.index_state_ttl_days * MS_PER_DAY),
             clock_ms=lambda: int(self.env.now),
             last_pending_instant=lambda: max(
                 coordinator.coordinator.pending_instants, default=None
