@@ -5,8 +5,15 @@ inside TrueTime's lock or a commit (``StreamWriteOperatorCoordinator`` committin
 lock) stalls every process waiting on that lock, and writers in blocking mode wait for its next
 instant. A coordinator's write-client heartbeat timer stops with it (``sim/table_services.py``).
 
-Random pauses (``pause_per_hour``) pick one of those processes and a length in
-[1, ``pause_max_ms``]; explore draws them as entries, the longest first."""
+A write task (a TaskManager's GC) stops before the next record batch or barrier it takes, before
+it sends its bootstrap event, and between writing a flush's files and sending their
+``WriteMetadataEvent``: a pause there holds an instant the coordinator granted with no event in
+its buffer for as long as it lasts (``sim/flink/write_function.py``). Meanwhile its input queue
+fills and the source is back-pressured, as Flink's credit-based flow control does.
+
+Random pauses pick a length in [1, ``pause_max_ms``]: ``pause_per_hour`` one of the coordinators
+and compactors, ``writer_pause_per_hour`` one write task of a random job; explore draws them as
+entries, the longest first."""
 
 from __future__ import annotations
 
@@ -23,7 +30,6 @@ from faults.base import (
     Targets,
     Wanted,
     coordinator_and_compactor,
-    named_targets,
     per_hour,
     timed_entry,
 )
@@ -31,7 +37,8 @@ from faults.base import (
 
 class Pause(FaultKind):
     def targets(self, scenario: Any, job: Any) -> Targets:
-        return coordinator_and_compactor(scenario, job)
+        named = coordinator_and_compactor(scenario, job)
+        return Targets(before=named.before, writers=job.writers)
 
     def fire(
         self, port: NemesisPort, target: str, options: Mapping[str, Any], index: int | None
@@ -42,8 +49,14 @@ class Pause(FaultKind):
 
     def wanted(self, scenario: Any) -> list[Wanted]:
         faults = scenario.faults
-        targets = named_targets(self, scenario)
-        return per_hour(scenario, targets, faults.pause_per_hour, faults.pause_max_ms)
+        named = [
+            t for job in scenario.jobs for t in coordinator_and_compactor(scenario, job).before
+        ]
+        tasks = [f"{job.name}/task-{i}" for job in scenario.jobs for i in range(job.writers)]
+        return [
+            *per_hour(scenario, named, faults.pause_per_hour, faults.pause_max_ms),
+            *per_hour(scenario, tasks, faults.writer_pause_per_hour, faults.pause_max_ms),
+        ]
 
     def from_event(
         self, value: dict[str, Any], at_s: float, context: HistoryContext
@@ -53,11 +66,12 @@ class Pause(FaultKind):
 
 KIND = Pause(
     name="pause",
-    summary="the target coordinator or compactor stops for duration_ms, holding what it holds",
+    summary="the target coordinator, compactor or write task stops for duration_ms, holding what "
+    "it holds",
     hook="timed",
     event="pause",
     mark=Mark("s", "#6c6c6c", "process pause"),
     options=(Option("duration_ms", 1, MS_PER_HOUR, "how long it stops", required=True),),
-    rates=("pause_per_hour",),
+    rates=("pause_per_hour", "writer_pause_per_hour"),
     size_option="duration_ms",
 )

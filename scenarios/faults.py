@@ -121,8 +121,11 @@ class FaultSpec(Spec):
     """Upper bound of a random rescale's write tasks: uniform in [1, rescale_max_writers]."""
     pause_per_hour: PerHour = 0.0
     """Rate of process pauses per hour (a long GC), each on one coordinator or compactor."""
+    writer_pause_per_hour: PerHour = 0.0
+    """Rate of write-task pauses per hour (a long GC of a TaskManager), each on one write task of
+    a random job."""
     pause_max_ms: integer_in(1, MS_PER_HOUR) = 2000
-    """Upper bound of a random pause: uniform in [1, pause_max_ms]."""
+    """Upper bound of a random pause (either rate): uniform in [1, pause_max_ms]."""
     schedule: Annotated[tuple[ScheduledFault, ...], Field(strict=False)] = ()
     """Explicit faults at fixed times (``[[faults.schedule]]``), replayed exactly."""
 

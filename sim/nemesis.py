@@ -26,7 +26,8 @@ Every fault is a history event of process ``nemesis``; a scheduled one carries `
 its index in ``[[faults.schedule]]``, so a violation can be traced back to the entry behind it.
 
 Randomness: the random faults draw from their own named streams (``crash:writer``,
-``crash:coordinator``, ``nemesis/clock_jump``, ``nemesis/rescale``, ``nemesis/pause``);
+``crash:coordinator``, ``nemesis/clock_jump``, ``nemesis/rescale``, ``nemesis/pause``,
+``nemesis/pause:writer``);
 scheduled faults draw nothing, so adding or removing an entry never moves a random draw.
 """
 
@@ -39,7 +40,7 @@ from weakref import WeakKeyDictionary
 import simpy
 
 from faults import fault_kind, kinds_with_hook
-from faults.base import NotificationFate
+from faults.base import NotificationFate, coordinator_and_compactor
 from scenarios.schema import ScheduledFault, fault_targets
 from sim.flink.runtime import task_index
 from sim.pauses import PausableEnvironment
@@ -92,6 +93,8 @@ class Nemesis:
             self.env.process(self._random_rescales(faults.rescale_per_hour))
         if faults.pause_per_hour > 0:
             self.env.process(self._random_pauses(faults.pause_per_hour))
+        if faults.writer_pause_per_hour > 0:
+            self.env.process(self._random_writer_pauses(faults.writer_pause_per_hour))
         timed_kinds = {kind.name for kind in kinds_with_hook("timed")}
         timed = [
             (at_ms(entry), index, entry)
@@ -162,7 +165,12 @@ class Nemesis:
 
     def _random_pauses(self, per_hour: float) -> Generator[Any, Any, None]:
         """Pause a random coordinator or compactor for a random time in [1, pause_max_ms]."""
-        targets = fault_targets(self.world.scenario, "pause")
+        scenario = self.world.scenario
+        targets = [
+            target
+            for job in scenario.jobs
+            for target in coordinator_and_compactor(scenario, job).before
+        ]
 
         def pause_one(rng: Rng) -> None:
             target = rng.choice(targets)
@@ -170,6 +178,20 @@ class Nemesis:
             fault_kind("pause").fire(self, target, {"duration_ms": duration_ms}, None)
 
         return self._poisson(self.world.rng.child("nemesis").child("pause"), per_hour, pause_one)
+
+    def _random_writer_pauses(self, per_hour: float) -> Generator[Any, Any, None]:
+        """Pause a random job's random write task (of its parallelism now) for a random time in
+        [1, pause_max_ms]."""
+        jobs = list(self.jobs_by_name.values())
+
+        def pause_one(rng: Rng) -> None:
+            job = jobs[rng.randint(0, len(jobs) - 1)]
+            target = f"{job.name}/task-{rng.randint(0, job.parallelism - 1)}"
+            duration_ms = rng.randint(1, self.faults.pause_max_ms)
+            fault_kind("pause").fire(self, target, {"duration_ms": duration_ms}, None)
+
+        stream = self.world.rng.child("nemesis").child("pause:writer")
+        return self._poisson(stream, per_hour, pause_one)
 
     def _timed(self, entries: list[tuple[int, int, ScheduledFault]]) -> Generator[Any, Any, None]:
         """Fire the scheduled timed kinds at their times, in schedule order on ties."""

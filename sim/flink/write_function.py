@@ -54,6 +54,7 @@ from sim.messages import (
     InstantResponse,
     TaskAck,
 )
+from sim.pauses import sit_out_pause
 from sim.storage import SimStorage
 
 RPC_ASK_TIMEOUT_MS = 10_000
@@ -168,9 +169,11 @@ class WriteFunction:
         bootstrap = self._bootstrap(state)
         if self.bucket_index is not None:
             self.bucket_index.resent(bootstrap)
+        yield from sit_out_pause(self.attempt.env, self.me)
         self.to_coordinator.send(BootstrapMessage(epoch, self.task_id, bootstrap))
         while True:
             message = yield self.mailbox.get()
+            yield from sit_out_pause(self.attempt.env, self.me)
             if isinstance(message, TaskFailure):
                 raise message.error
             if isinstance(message, EagerFlush):
@@ -207,7 +210,7 @@ class WriteFunction:
 
     def _flush(self, rows: pa.Table | None, *, last_batch: bool) -> Generator[Any, Any, None]:
         """Write ``rows`` into the current instant and send the write-metadata event."""
-        epoch, env = self.attempt.epoch, self.attempt.env
+        env = self.attempt.env
         checkpoint_id = self.task.last_checkpoint_id
         if rows is None or rows.num_rows == 0:
             if last_batch:
@@ -215,8 +218,7 @@ class WriteFunction:
                 if self.mode != "minibatch":
                     instant = yield from self._wait_for_instant(checkpoint_id)
                 event = WriteMetadataEvent(self.task_id, instant, checkpoint_id, (), True, 0)
-                self.task.event_sent(event)
-                self.to_coordinator.send(EventMessage(epoch, event))
+                yield from self._send_event(event)
             return
         instant = yield from self._wait_for_instant(checkpoint_id)
         self.attempt.history.invoke(
@@ -250,9 +252,16 @@ class WriteFunction:
         event = WriteMetadataEvent(
             self.task_id, instant, checkpoint_id, tuple(stats), last_batch, rows.num_rows
         )
-        self.task.event_sent(event)
-        self.to_coordinator.send(EventMessage(epoch, event))
+        yield from self._send_event(event)
         self.attempt.history.ok(self.me, "flush", event.summary())
+
+    def _send_event(self, event: WriteMetadataEvent) -> Generator[Any, Any, None]:
+        """Keep ``event`` in the task's state and send it to the coordinator; a task paused
+        since it asked for the instant sends it when the pause ends (the coordinator holds the
+        instant's buffer with no event from this task meanwhile)."""
+        yield from sit_out_pause(self.attempt.env, self.me)
+        self.task.event_sent(event)
+        self.to_coordinator.send(EventMessage(self.attempt.epoch, event))
 
     def _legacy_base_instants(self, instant: str) -> dict[tuple[str, str], str | None] | None:
         """0.x keeps a task's append handles, and the base instant each read when it was opened

@@ -46,9 +46,33 @@ def test_a_pause_needs_its_duration_and_a_process_that_drives_protocol_steps():
 
     with pytest.raises(ScenarioError, match="needs duration_ms"):
         scenario(target="ingest/coordinator")
-    with pytest.raises(ScenarioError, match='unknown target "ingest/task-0" for kind "pause"'):
-        scenario(target="ingest/task-0", duration_ms=5)
+    with pytest.raises(ScenarioError, match='unknown target "ingest/task-9" for kind "pause"'):
+        scenario(target="ingest/task-9", duration_ms=5)
+    with pytest.raises(ScenarioError, match='unknown target "ingest/source" for kind "pause"'):
+        scenario(target="ingest/source", duration_ms=5)
     scenario(target="ingest/coordinator", duration_ms=5)
+    scenario(target="ingest/task-0", duration_ms=5)
+
+
+def _flush_times_ms(outcome, task: str) -> list[int]:
+    return [
+        e.time
+        for e in outcome.history.events
+        if e.process == task and e.f == "flush" and e.type == "ok"
+    ]
+
+
+def test_a_paused_write_task_sends_no_write_event_until_the_pause_ends():
+    before = run()
+    outcome = run((entry(5.0, "pause", "ingest/task-0", duration_ms=2500),))
+    (pause,) = faults_of(outcome)
+    assert pause.value == {"process": "ingest/task-0", "duration_ms": 2500, "schedule": 0}
+    unpaused = [t for t in _flush_times_ms(before, "ingest/task-0") if 5000 <= t < 7500]
+    paused = _flush_times_ms(outcome, "ingest/task-0")
+    assert unpaused and not [t for t in paused if 5000 <= t < 7500]
+    assert [t for t in paused if t < 5000] and [t for t in paused if t >= 7500]
+    other = [t for t in _flush_times_ms(outcome, "ingest/task-1") if 5000 <= t < 7500]
+    assert other  # the other task flushed at the barrier meanwhile
 
 
 def test_a_pause_shows_in_the_scenario_file_written_back():
@@ -75,6 +99,15 @@ def test_random_pauses_hit_a_coordinator_or_compactor_within_the_bound():
         assert 1 <= pause.value["duration_ms"] <= 700 and "schedule" not in pause.value
 
 
+def test_random_writer_pauses_hit_write_tasks_within_the_bound():
+    outcome = run(writer_pause_per_hour=900, pause_max_ms=700)
+    pauses = faults_of(outcome, "pause")
+    assert len(pauses) >= 2
+    for pause in pauses:
+        assert pause.value["process"] in ("ingest/task-0", "ingest/task-1")
+        assert 1 <= pause.value["duration_ms"] <= 700 and "schedule" not in pause.value
+
+
 def test_a_random_pause_reads_back_as_the_entry_that_replays_it():
     context = HistoryContext(jobs=("ingest",), last_checkpoint={})
     value = {"process": "ingest/coordinator", "duration_ms": 300}
@@ -95,3 +128,16 @@ def test_explore_draws_pauses_from_the_rate():
     (plan,) = [p for p in fault_plan(scenario) if p.kind == "pause"]
     assert (plan.max_entries, plan.bound) == (4, 900)
     assert set(plan.targets) == {"ingest/coordinator", "ingest/compactor"}
+
+
+def test_explore_draws_write_task_pauses_from_their_rate():
+    scenario = parse_scenario(
+        scenario_toml(
+            duration_s=60,
+            jobs=(SERVICES_JOB,),
+            faults={"writer_pause_per_hour": 120, "pause_max_ms": 900},
+        )
+    )
+    (plan,) = [p for p in fault_plan(scenario) if p.kind == "pause"]
+    assert (plan.max_entries, plan.bound) == (4, 900)
+    assert set(plan.targets) == {"ingest/task-0", "ingest/task-1"}

@@ -89,6 +89,7 @@ DEFAULTS: dict[str, Any] = {
     "faults.rescale_per_hour": 0,
     "faults.rescale_max_writers": 8,
     "faults.pause_per_hour": 0,
+    "faults.writer_pause_per_hour": 0,
     "faults.pause_max_ms": 2000,
     "faults.schedule": (),
     "protocol.release": "latest",
@@ -848,6 +849,7 @@ def scenario_dicts(draw: st.DrawFn) -> dict[str, Any]:
                 "rescale_per_hour": non_negative,
                 "rescale_max_writers": st.integers(min_value=1, max_value=256),
                 "pause_per_hour": non_negative,
+                "writer_pause_per_hour": non_negative,
                 "pause_max_ms": st.integers(min_value=1, max_value=60_000),
             }
         ),
