@@ -17,6 +17,7 @@ This module holds what the reader and the writer share (``LSMTimeline``,
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
@@ -203,15 +204,30 @@ def lsm_file_bytes(rows: Sequence[LSMTimelineInstant]) -> bytes:
     return sink.getvalue()
 
 
+LSM_FILES_CACHED = 256
+"""Parsed LSM data files kept per process (by content: a file rewritten under the same name
+is parsed again)."""
+
+
 def read_lsm_file(data: bytes, what: str) -> list[LSMTimelineInstant]:
     """The rows of an LSM data file; :class:`ArchiveReadError` naming ``what`` if unreadable."""
+    rows = _parse_lsm_file(data)
+    if isinstance(rows, str):
+        raise ArchiveReadError(f"{what}{rows}")
+    return list(rows)
+
+
+@functools.lru_cache(maxsize=LSM_FILES_CACHED)
+def _parse_lsm_file(data: bytes) -> tuple[LSMTimelineInstant, ...] | str:
+    """The rows of the LSM data file ``data``, or why it cannot be read (the rest of an error
+    sentence after the file's name)."""
     try:
         table = pq.read_table(io.BytesIO(data))
     except (pa.ArrowException, OSError) as err:
-        raise ArchiveReadError(f"{what} is not a readable parquet file: {err}") from None
+        return f" is not a readable parquet file: {err}"
     missing = {"instantTime", "action"} - set(table.column_names)
     if missing:
-        raise ArchiveReadError(f"{what} lacks the LSM timeline columns {sorted(missing)}")
+        return f" lacks the LSM timeline columns {sorted(missing)}"
 
     def column(name: str) -> list:
         return table.column(name).to_pylist() if name in table.column_names else [None] * len(table)
@@ -227,6 +243,6 @@ def read_lsm_file(data: bytes, what: str) -> list[LSMTimelineInstant]:
         strict=True,
     ):
         if t is None or a is None:
-            raise ArchiveReadError(f"{what}: a row without instantTime or action")
+            return ": a row without instantTime or action"
         out.append(LSMTimelineInstant(t, c, a, m, p, v if v is not None else 1))
-    return out
+    return tuple(out)

@@ -13,6 +13,7 @@ these parsers are strict: a name that does not parse is not a data file of the t
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -89,6 +90,11 @@ def check_file_id(file_id: str) -> str:
     return file_id
 
 
+NAMES_CACHED = 65536
+"""Parsed file names kept per process: a table's listing is parsed again at every view build."""
+
+
+@functools.lru_cache(maxsize=NAMES_CACHED)
 def parse_base_file_name(name: str) -> BaseFileName:
     match = _BASE.match(name)
     if not match:
@@ -101,6 +107,7 @@ def parse_base_file_name(name: str) -> BaseFileName:
     return BaseFileName(file_id, WriteToken.parse(token), instant, ext)
 
 
+@functools.lru_cache(maxsize=NAMES_CACHED)
 def parse_log_file_name(name: str) -> LogFileName:
     match = _LOG.match(name)
     if not match:

@@ -97,6 +97,8 @@ def next_log_version(storage: Storage, partition: str, file_id: str, instant_tim
     """One more than the highest version of the log files of ``file_id`` named ``instant_time``."""
     versions = []
     for f in storage.list_dir(partition):
+        if not f.name.startswith("."):  # a base file: a log file's name starts with a dot
+            continue
         try:
             parsed = parse_log_file_name(f.name)
         except FileNameError:
