@@ -16,7 +16,11 @@ from models.flink.index_bootstrap import bootstrap_index
 from models.flink.state_index import Location
 from models.flink.write_buffer import BufferOptions
 from models.flink.write_files import FileLayout
-from models.flink.write_profile import TableWriteProfile
+from models.flink.write_profile import (
+    TableWriteProfile,
+    commit_metadata_safely,
+    completed_commits,
+)
 from models.flink.write_task import WriteTask
 from models.format.records import RecordSource
 from models.txn.write_config import NON_BLOCKING_CONCURRENCY_CONTROL, job_concurrency_mode
@@ -234,6 +238,8 @@ class JobRoles:
             lambda: latest_file_slices(table.file_groups(options=options)[1]),
             is_mor=table.config.is_mor,
             max_file_size_bytes=round(self.spec.parquet_max_file_size_mb * 1024 * 1024),
+            completed_commits=lambda: completed_commits(table),
+            commit_metadata=lambda instant: commit_metadata_safely(table, instant),
         )
         restored = checkpoint_id if self.context.protocol.index_state == "restored" else None
         settings = AssignerOptions(

@@ -10,16 +10,19 @@
 
 The profile answers from the view taken when it was made or last reloaded
 (:meth:`TableWriteProfile.reload`: the assigner reloads it when a checkpoint completes, once per
-checkpoint id, ``WriteProfile#reload``), so it sees only what was committed by then. The average record size stays
-``hoodie.copyonwrite.record.size.estimate`` (1024 bytes): Hudi estimates it from the newest commit
-that wrote more than ``hoodie.record.size.estimation.threshold`` times the small-file limit (100
-MB), which no simulated commit reaches.
+checkpoint id, ``WriteProfile#reload``), so it sees only what was committed by then. So does the
+average record size (``WriteProfile#averageBytesPerRecord``): bytes over records of the newest
+completed commit that wrote more than ``hoodie.record.size.estimation.threshold`` (1.0) times the
+small-file limit, else ``hoodie.copyonwrite.record.size.estimate`` (1024 bytes); each commit's
+metadata is read once and kept while the commit is on the timeline (``metadataCache``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from models.flink.bucket_assigner import (
     INSERT_SPLIT_SIZE,
@@ -27,12 +30,39 @@ from models.flink.bucket_assigner import (
     RECORD_SIZE_ESTIMATE_BYTES,
     SmallFile,
 )
+from models.format.commit_metadata import CommitMetadata
+from models.table_errors import CorruptTableError
+from models.timeline.instant import Instant
 from models.view.fsview import FileSlice
+
+if TYPE_CHECKING:
+    from models.view.table import HudiTable
 
 SMALL_FILE_LIMIT_BYTES = 100 * 1024 * 1024
 """``hoodie.parquet.small.file.limit``."""
 LOG_TO_PARQUET_COMPRESSION_RATIO = 0.35
 """``hoodie.logfile.to.parquet.compression.ratio``."""
+RECORD_SIZE_ESTIMATION_THRESHOLD = 1.0
+"""``hoodie.record.size.estimation.threshold``: a commit estimates the record size only if it
+wrote more than this times the small-file limit."""
+
+COMMITS_TIMELINE = ("commit", "deltacommit", "replacecommit")
+"""The actions of ``HoodieTableMetaClient#getCommitsTimeline``."""
+NO_COMMITS: Callable[[], Sequence[Instant]] = tuple
+"""A profile without a timeline: no completed commit, the configured record size."""
+
+
+def completed_commits(table: HudiTable) -> Sequence[Instant]:
+    """The table's completed commits timeline, oldest first (by requested time)."""
+    return table.timeline().completed().with_actions(*COMMITS_TIMELINE).instants
+
+
+def commit_metadata_safely(table: HudiTable, instant: Instant) -> CommitMetadata | None:
+    """``WriteProfiles#getCommitMetadataSafely``: the commit's metadata, None if unreadable."""
+    try:
+        return table.commit_metadata(instant)
+    except (CorruptTableError, FileNotFoundError):
+        return None
 
 
 def small_files(
@@ -78,12 +108,38 @@ class TableWriteProfile:
     small_file_limit_bytes: int = SMALL_FILE_LIMIT_BYTES
     records_per_bucket: int = INSERT_SPLIT_SIZE
     avg_size: int = RECORD_SIZE_ESTIMATE_BYTES
+    completed_commits: Callable[[], Sequence[Instant]] = NO_COMMITS
+    """The completed commits timeline (commit, deltacommit, replacecommit), oldest first."""
+    commit_metadata: Callable[[Instant], CommitMetadata | None] = lambda _instant: None
+    """One completed commit's metadata, None when it cannot be read
+    (``WriteProfiles#getCommitMetadataSafely``)."""
+    metadata_cache: dict[str, CommitMetadata] = field(default_factory=dict)
+    """``metadataCache``: the metadata read so far, by requested time (an unreadable one is
+    not kept: Java's ``computeIfAbsent`` keeps no null)."""
     _slices: Sequence[FileSlice] | None = None
     _small: dict[str, list[SmallFile]] = field(default_factory=dict)
     _reloaded: int = -1
 
     def __post_init__(self) -> None:
         self._slices = self.committed_slices()
+        self._record_profile(self.completed_commits())
+
+    def _record_profile(self, commits: Sequence[Instant]) -> None:
+        """``recordProfile`` / ``averageBytesPerRecord``: the newest commit that wrote more than
+        the threshold sets the average record size (rounded up), else the estimate."""
+        threshold = int(RECORD_SIZE_ESTIMATION_THRESHOLD * self.small_file_limit_bytes)
+        self.avg_size = RECORD_SIZE_ESTIMATE_BYTES
+        for instant in reversed(commits):
+            metadata = self.metadata_cache.get(instant.requested_time)
+            if metadata is None:
+                metadata = self.commit_metadata(instant)
+                if metadata is None:
+                    continue
+                self.metadata_cache[instant.requested_time] = metadata
+            written, records = metadata.total_bytes_written(), metadata.total_records_written()
+            if written > threshold and records > 0:
+                self.avg_size = math.ceil(written / records)
+                return
 
     def small_files(self, partition_path: str) -> Sequence[SmallFile]:
         """``getSmallFiles``: cached per partition until the next reload."""
@@ -103,12 +159,21 @@ class TableWriteProfile:
             return
         self._reloaded = checkpoint_id
         self._slices = self.committed_slices()
+        commits = self.completed_commits()
+        self._record_profile(commits)
+        kept = {c.requested_time for c in commits}  # cleanMetadataCache: commits still there
+        self.metadata_cache = {k: v for k, v in self.metadata_cache.items() if k in kept}
         self._small.clear()
 
 
 __all__ = [
+    "COMMITS_TIMELINE",
     "LOG_TO_PARQUET_COMPRESSION_RATIO",
+    "NO_COMMITS",
+    "RECORD_SIZE_ESTIMATION_THRESHOLD",
     "SMALL_FILE_LIMIT_BYTES",
     "TableWriteProfile",
+    "commit_metadata_safely",
+    "completed_commits",
     "small_files",
 ]

@@ -271,7 +271,12 @@ class CommitMetadata:
         return tuple(sorted({fid for _, fid in self.replaced_file_groups()}))
 
     def total_records_written(self) -> int:
+        """``fetchTotalRecordsWritten``: the stats' ``numWrites``."""
         return sum(s.num_writes for s in self.write_stats())
+
+    def total_bytes_written(self) -> int:
+        """``fetchTotalBytesWritten``: the stats' ``totalWriteBytes``."""
+        return sum(s.total_write_bytes for s in self.write_stats())
 
 
 def _commit_from_record(rec: Mapping[str, Any]) -> CommitMetadata:

@@ -5,14 +5,14 @@ TestBucketAssigner.java`` (``read_file`` id ``1108694511``, the newest stored ve
 are the same from 0.14). ``MockBucketAssigner`` is the model's assigner with max parallelism 1024
 and ``MockWriteProfile``'s small files; the table is empty, so the average record size is
 ``hoodie.copyonwrite.record.size.estimate`` (1024 bytes) and the parquet max file size the
-default 120 MB. Ported: the eight assigner tests and ``testWriteProfileReload``, whose
+default 120 MB. Ported: the eight assigner tests, ``testWriteProfileReload`` and
+``testWriteProfileMetadataCache``, whose
 ``TestData.writeData`` is a write pipeline of :mod:`tests.conformance.harness` (one checkpoint,
 committed) and whose ``WriteProfile`` is the model's over that table's committed view; its
 assertions on the profile's meta client (``getLastCompleteInstant(writeProfile)``) read the
 timeline the profile's view was taken from, which the model's profile does not keep, so they
-stand as assertions on the small files' instants. Not ported: ``testWriteProfileMetadataCache``
-(the average record size is Hudi's estimate, 1024 bytes, without reading commit metadata). A
-ported test that fails is a finding about the model, fixed in the model.
+stand as assertions on the small files' instants. A ported test that fails is a finding about
+the model, fixed in the model.
 """
 
 from __future__ import annotations
@@ -30,7 +30,11 @@ from models.flink.bucket_assigner import (
     BucketType,
     SmallFile,
 )
-from models.flink.write_profile import TableWriteProfile
+from models.flink.write_profile import (
+    TableWriteProfile,
+    commit_metadata_safely,
+    completed_commits,
+)
 from models.format.properties import COPY_ON_WRITE
 from models.view.fsview import latest_file_slices
 from tests.conformance.harness import DATA_SET_INSERT, Conf, TableBase, TestHarness, partition_path
@@ -258,3 +262,24 @@ def test_write_profile_reload():
     assert small_files4[0].instant == instant2, (
         "Small file should have same timestamp as last complete instant"
     )
+
+
+def test_write_profile_metadata_cache():
+    """``testWriteProfileMetadataCache``: the record profile reads each commit's metadata once
+    and the small-file profile reuses it."""
+    base = TableBase(COPY_ON_WRITE)
+    profile = TableWriteProfile(
+        lambda: latest_file_slices(base.table.file_groups()[1]),
+        is_mor=False,
+        completed_commits=lambda: completed_commits(base.table),
+        commit_metadata=lambda instant: commit_metadata_safely(base.table, instant),
+    )
+    assert not profile.metadata_cache, "Empty table should no have any instant metadata"
+    for checkpoint_id in range(1, 4):  # write 3 instants of data
+        write_data(base, checkpoint_id)
+    profile.reload(1)  # the record profile triggers the metadata loading
+    assert len(profile.metadata_cache) == 3, (
+        "Metadata cache should have same number entries as timeline instants"
+    )
+    profile.small_files(partition_path("par1"))
+    assert len(profile.metadata_cache) == 3, "The metadata should be reused"
