@@ -10,8 +10,9 @@ file id) in Flink keyed state (``index.type = FLINK_STATE``, the default of Flin
 
 The testbed's sources never move a key to another partition, so the global index's delete of the
 old copy (``index.global.enabled``) has nothing to do. The records leave with their location in
-:data:`LOCATION_FILE_ID` (``HoodieRecord#setCurrentLocation``), and the write tasks are chosen by
-it (``keyBy(fileId)``).
+:data:`LOCATION_FILE_ID` (``HoodieRecord#setCurrentLocation``) and its tag in
+:data:`LOCATION_INSTANT` (``"I"``: a new file group; ``"U"``: anything else), and the write tasks
+are chosen by the file id (``keyBy(fileId)``).
 
 Keyed state is what Flink checkpoints: :meth:`StateIndex.snapshot` at the barrier (which also
 clears the assigner's bucket map, ``snapshotState`` -> ``BucketAssigner#reset``), restored by key
@@ -28,9 +29,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from models.flink.bucket_assigner import BucketAssigner
+from models.flink.bucket_assigner import BucketAssigner, BucketType
 from models.flink.key_groups import operator_indexes
-from models.flink.write_files import LOCATION_FILE_ID
+from models.flink.write_files import INSERT_TAG, LOCATION_FILE_ID, LOCATION_INSTANT, UPDATE_TAG
 from models.format.records import PARTITION_FIELD, RECORD_KEY_FIELD
 from models.format.records import partition_path as partition_path_of
 
@@ -55,12 +56,16 @@ class StateIndex:
     written_ms: dict[str, int] = field(default_factory=dict)
 
     def assign(self, rows: pa.Table, now_ms: int = 0) -> pa.Table:
-        """``rows`` with the file id each record goes to (:data:`LOCATION_FILE_ID`), in order,
-        at processing time ``now_ms``."""
+        """``rows`` with the file id each record goes to (:data:`LOCATION_FILE_ID`) and its tag
+        (:data:`LOCATION_INSTANT`: ``"I"`` for a new file group, ``"U"`` for a known key, a small
+        file or a file reused after the barrier), in order, at processing time ``now_ms``."""
         if rows.num_rows == 0:
-            return rows.append_column(LOCATION_FILE_ID, pa.array([], pa.string()))
+            empty = pa.array([], pa.string())
+            return rows.append_column(LOCATION_FILE_ID, empty).append_column(
+                LOCATION_INSTANT, empty
+            )
         paths = _partition_paths(rows)
-        file_ids = []
+        file_ids, tags = [], []
         updated: set[Location] = set()
         locations, assigner, ttl, written = (
             self.locations,
@@ -79,11 +84,14 @@ class StateIndex:
                     assigner.add_update(path, old[1])
                     updated.add(old)
                 file_ids.append(old[1])
+                tags.append(UPDATE_TAG)
                 continue
-            file_id = assigner.add_insert(path).file_id
-            locations[key] = (path, file_id)
-            file_ids.append(file_id)
-        return rows.append_column(LOCATION_FILE_ID, pa.array(file_ids, pa.string()))
+            bucket = assigner.add_insert(path)
+            locations[key] = (path, bucket.file_id)
+            file_ids.append(bucket.file_id)
+            tags.append(INSERT_TAG if bucket.bucket_type is BucketType.INSERT else UPDATE_TAG)
+        located = rows.append_column(LOCATION_FILE_ID, pa.array(file_ids, pa.string()))
+        return located.append_column(LOCATION_INSTANT, pa.array(tags, pa.string()))
 
     def load(self, locations: Mapping[str, Location], now_ms: int) -> None:
         """Index records (the bootstrap's): each location written into the state at ``now_ms``."""

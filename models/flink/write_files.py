@@ -28,6 +28,15 @@ from models.write.writer import TableWriter
 LOCATION_FILE_ID = "_location_file_id"
 """The file id the Flink state index's bucket assigner sent a record to (its current location,
 ``HoodieRecord#setCurrentLocation``); travels with the record to the write task, never written."""
+LOCATION_INSTANT = "_location_instant"
+"""The instant tag of that location: ``"I"`` for a record the assigner sent to a new file group
+(``BucketType.INSERT``), ``"U"`` otherwise (``BucketAssignFunction#processRecord``); the write
+task's bucket takes its first record's tag (``RowDataBucket``'s ``BucketInfo``)."""
+INSERT_TAG = "I"
+"""``HoodieRecordLocation``'s instant for a record of a new file group."""
+UPDATE_TAG = "U"
+"""``HoodieRecordLocation``'s instant for any other located record."""
+LOCATION_COLUMNS = (LOCATION_FILE_ID, LOCATION_INSTANT)
 
 
 @dataclass(frozen=True)
@@ -134,16 +143,9 @@ def write_records(
         if LOCATION_FILE_ID in rows.column_names
         else _bucket_chunks(rows, parts, layout, file_ids)
     )
-    for partition, file_id, chunk in chunks:
+    for partition, file_id, tag, chunk in chunks:
         if not layout.is_mor:
-            stat = writer.upsert_base_file(
-                instant,
-                partition,
-                file_id,
-                chunk,
-                task_id=task_id,
-                previous_path=None if handles is None else handles.get(file_id),
-            )
+            stat = _write_base(writer, instant, partition, file_id, tag, chunk, task_id, handles)
             if handles is not None:
                 handles[file_id] = stat.path
             stats.append(stat)
@@ -168,6 +170,36 @@ def write_records(
             )
         )
     return stats
+
+
+def _write_base(
+    writer: TableWriter,
+    instant: Instant,
+    partition: str,
+    file_id: str,
+    tag: str | None,
+    chunk: pa.Table,
+    task_id: int,
+    handles: dict[str, str] | None,
+) -> WriteStat:
+    """One copy-on-write file group's flush, by the handle ``FlinkWriteHandleFactory`` picks: the
+    file this task wrote earlier in the instant (a replace handle, whatever the tag); else for a
+    bucket tagged ``"I"`` a create handle (a new base file; a committed one of the same file id
+    is not read, so the new one hides it); else a merge handle, which needs the file group's
+    committed base file (``HoodieMergeHandle#getLatestBaseFile``). Untagged rows (bucket
+    index) merge into whatever is committed."""
+    previous = None if handles is None else handles.get(file_id)
+    if previous is None and tag == INSERT_TAG:
+        return writer.write_base_file(instant, partition, file_id, chunk, task_id=task_id)
+    return writer.upsert_base_file(
+        instant,
+        partition,
+        file_id,
+        chunk,
+        task_id=task_id,
+        previous_path=previous,
+        require_base=tag is not None,
+    )
 
 
 def _write_inserts(
@@ -198,8 +230,8 @@ def _write_inserts(
 
 def _bucket_chunks(
     rows: pa.Table, parts: np.ndarray, layout: FileLayout, file_ids: BucketIndex | None
-) -> list[tuple[str, str, pa.Table]]:
-    """(partition, bucket file id, rows) per file group, in file-group order.
+) -> list[tuple[str, str, str | None, pa.Table]]:
+    """(partition, bucket file id, no tag, rows) per file group, in file-group order.
 
     One stable sort and a slice per file group instead of a filter per group: same rows, same
     order within each group.
@@ -220,13 +252,14 @@ def _bucket_chunks(
         file_id = (
             bucket_file_id(p, bucket) if file_ids is None else file_ids.file_id(partition, bucket)
         )
-        chunks.append((partition, file_id, grouped.slice(start, end - start)))
+        chunks.append((partition, file_id, None, grouped.slice(start, end - start)))
     return chunks
 
 
-def _located_chunks(rows: pa.Table) -> list[tuple[str, str, pa.Table]]:
-    """(partition, file id, rows) per file group the state index chose (its location column
-    dropped), in file id order; rows keep their order within a group."""
+def _located_chunks(rows: pa.Table) -> list[tuple[str, str, str | None, pa.Table]]:
+    """(partition, file id, bucket tag, rows) per file group the state index chose (the
+    location columns dropped), in file id order; rows keep their order within a group, and the
+    tag is the group's first row's (None without a tag column)."""
     file_ids = rows.column(LOCATION_FILE_ID)
     distinct = pc.unique(file_ids)
     codes = pc.index_in(file_ids, distinct).to_numpy(zero_copy_only=False)
@@ -235,7 +268,9 @@ def _located_chunks(rows: pa.Table) -> list[tuple[str, str, pa.Table]]:
     groups = ranks[codes]
     order = np.argsort(groups, kind="stable")
     sorted_groups = groups[order]
-    grouped = rows.drop_columns([LOCATION_FILE_ID]).take(pa.array(order))
+    tags = rows.column(LOCATION_INSTANT) if LOCATION_INSTANT in rows.column_names else None
+    located = [c for c in LOCATION_COLUMNS if c in rows.column_names]
+    grouped = rows.drop_columns(located).take(pa.array(order))
     starts = np.flatnonzero(np.r_[len(order) > 0, sorted_groups[1:] != sorted_groups[:-1]])
     ends = np.r_[starts[1:], len(order)]
     chunks = []
@@ -243,5 +278,6 @@ def _located_chunks(rows: pa.Table) -> list[tuple[str, str, pa.Table]]:
         chunk = grouped.slice(start, end - start)
         partition = partition_path_of(chunk.column(PARTITION_FIELD)[0].as_py())
         file_id = names[int(codes[order[start]])]
-        chunks.append((partition, file_id, chunk))
+        tag = None if tags is None else tags[int(order[start])].as_py()
+        chunks.append((partition, file_id, tag, chunk))
     return chunks

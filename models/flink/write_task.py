@@ -44,7 +44,12 @@ import pyarrow.compute as pc
 from models.flink.precombine import precombine
 from models.flink.write_buffer import BufferOptions, WriteBuffer, binary_row_sizes_bytes
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
-from models.flink.write_files import LOCATION_FILE_ID, partition_indexes
+from models.flink.write_files import (
+    LOCATION_COLUMNS,
+    LOCATION_FILE_ID,
+    LOCATION_INSTANT,
+    partition_indexes,
+)
 from models.format.records import RECORD_KEY_FIELD, bucket_ids
 
 
@@ -113,9 +118,9 @@ class WriteTask:
         flushed = self._buffer.add(
             batch,
             self._bucket_keys(batch),
-            binary_row_sizes_bytes(_record_columns(batch), self.record_payload_bytes),
+            binary_row_sizes_bytes(record_columns(batch), self.record_payload_bytes),
         )
-        return [self._combined(rows) for rows in flushed]
+        return [self._combined(with_bucket_tag(rows)) for rows in flushed]
 
     def take_buffer(self) -> pa.Table | None:
         """Empty the buffer and return its records (``flushRemaining``: every bucket, in
@@ -123,7 +128,8 @@ class WriteTask:
         buckets = self._buffer.take_all()
         if not buckets:
             return None
-        return pa.concat_tables([self._combined(rows) for rows in buckets]).combine_chunks()
+        combined = [self._combined(with_bucket_tag(rows)) for rows in buckets]
+        return pa.concat_tables(combined).combine_chunks()
 
     def _combined(self, rows: pa.Table) -> pa.Table:
         """One version per key for upsert (``write.precombine``): the greatest ordering value,
@@ -204,12 +210,21 @@ class WriteTask:
         )
 
 
-def _record_columns(batch: pa.Table) -> pa.Table:
+def record_columns(batch: pa.Table) -> pa.Table:
     """The record's own columns: its location travels beside the row (``HoodieFlinkInternalRow``),
     not in the buffered ``BinaryRowData``."""
-    if LOCATION_FILE_ID in batch.column_names:
-        return batch.drop_columns([LOCATION_FILE_ID])
-    return batch
+    located = [c for c in LOCATION_COLUMNS if c in batch.column_names]
+    return batch.drop_columns(located) if located else batch
+
+
+def with_bucket_tag(rows: pa.Table) -> pa.Table:
+    """One bucket's rows, each tagged as its first row is: the bucket's ``BucketInfo``, fixed
+    when the bucket was created (``RowDataBucket``, Hudi 1.1), whatever pre-combining keeps."""
+    if LOCATION_INSTANT not in rows.column_names or rows.num_rows == 0:
+        return rows
+    index = rows.column_names.index(LOCATION_INSTANT)
+    first = rows.column(index)[0].as_py()
+    return rows.set_column(index, LOCATION_INSTANT, pa.array([first] * rows.num_rows, pa.string()))
 
 
 def redistribute(states: tuple[TaskState, ...], parallelism: int) -> tuple[TaskState, ...]:

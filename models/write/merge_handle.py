@@ -18,7 +18,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from models.format.properties import TableConfig
+from models.table_errors import HoodieException
 from models.view.reader import merge_versions
+
+
+class MissingBaseFileError(HoodieException, RuntimeError):
+    """A merge handle for a file group without a committed base file
+    (``HoodieMergeHandle#getLatestBaseFile``'s ``NoSuchElementException``, apache/hudi#7470):
+    the flush fails, and with it the write task."""
+
 
 RECORD_KEY = "_hoodie_record_key"
 
@@ -52,4 +60,4 @@ def _last_per_key(rows: pa.Table) -> pa.Table:
     return rows.take(pa.array(last)) if len(last) != len(keys) else rows
 
 
-__all__ = ["merge_handle_rows"]
+__all__ = ["MissingBaseFileError", "merge_handle_rows"]

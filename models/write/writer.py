@@ -46,7 +46,7 @@ from models.view.table import HudiTable, ViewOptions
 from models.write.compaction import run_compaction, schedule_compaction
 from models.write.finalize import finalize_write
 from models.write.heartbeat import HeartbeatClient
-from models.write.merge_handle import merge_handle_rows
+from models.write.merge_handle import MissingBaseFileError, merge_handle_rows
 from models.write.mini_batch import merge_into_previous
 from models.write.rollback import delete_markers
 from models.write.write_handles import (
@@ -211,13 +211,16 @@ class TableWriter:
         *,
         task_id: int = 0,
         previous_path: str | None = None,
+        require_base: bool = False,
     ) -> WriteStat:
         """Copy-on-write upsert: merge ``records`` into the file group's latest committed slice
         and write the result as a new base file at ``instant`` (a new file group if none).
 
         ``previous_path``: the base file the same task wrote for ``file_id`` since its last
         checkpoint; the records merge into that file instead (a mini-batch,
-        :mod:`models.write.mini_batch`)."""
+        :mod:`models.write.mini_batch`). ``require_base``: a merge handle's upsert, which fails
+        without a committed base file (``HoodieMergeHandle#getLatestBaseFile``:
+        :class:`MissingBaseFileError`)."""
         if previous_path is not None:
             return merge_into_previous(
                 self, instant, partition, file_id, records, previous_path, task_id=task_id
@@ -231,6 +234,10 @@ class TableWriter:
             ),
             None,
         )
+        if require_base and (current is None or current.base_file is None):
+            raise MissingBaseFileError(
+                f"FileID {file_id} of partition path {partition} does not exist."
+            )
         if current is None:
             return self.write_base_file(instant, partition, file_id, records, task_id=task_id)
         if current.log_files or current.base_file is None:

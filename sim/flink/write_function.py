@@ -38,7 +38,7 @@ from models.flink.bucket_index import BucketIdParseError, DuplicateFileIdError
 from models.flink.write_buffer import BufferTooSmallError
 from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.flink.write_files import FileLayout, write_records
-from models.flink.write_task import TaskState, WriteTask
+from models.flink.write_task import TaskState, WriteTask, record_columns
 from models.format.commit_metadata import WriteStat
 from models.table_errors import HoodieException
 from models.timeline.instant import Instant, State
@@ -234,7 +234,7 @@ class WriteFunction:
         base_instants = self._legacy_base_instants(instant)
         # The write takes time and its files appear when it ends: what the writer read at the
         # start (the legacy rule's base instants) may be stale by then.
-        yield env.timeout(self.storage.latency_for(rows.nbytes))
+        yield env.timeout(self.storage.latency_for(record_columns(rows).nbytes))
         mark = self.storage.usage()
         stats = write_records(
             self.writer,

@@ -472,13 +472,13 @@ def test_checkpoint_ids_and_offsets_outlive_an_attempt():
 
 def test_a_task_failover_lets_the_kept_coordinators_commit_finish():
     """A write task crashes while the coordinator commits (the notification of checkpoint 6 came
-    117 ms before): Flink's task failover leaves the coordinator's executor alone, so the commit
+    81 ms before): Flink's task failover leaves the coordinator's executor alone, so the commit
     completes during the restart, and the blocking writers of the next attempt get their instants
     at once. Interrupting the commit with the attempt left the instant pending, the writers
     waiting on the commit guard, no checkpoint completing, until a checkpoint timed out 80 s
     later and a global failover recommitted it."""
     text = (
-        (catalog_dir() / "flink_state_cow.toml").read_text().replace("at_s = 16.5", "at_s = 15.0")
+        (catalog_dir() / "flink_state_cow.toml").read_text().replace("at_s = 16.5", "at_s = 14.7")
     )
     events = World(parse_scenario(text)).run().history.events
     crash = next(e for e in events if e.f == "crash")

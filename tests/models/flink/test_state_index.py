@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from models.flink.bucket_assigner import BucketType
 from models.flink.key_groups import operator_index
 from models.flink.state_index import StateIndex, restore_locations
-from models.flink.write_files import LOCATION_FILE_ID
+from models.flink.write_files import LOCATION_FILE_ID, LOCATION_INSTANT
 from models.format.records import SCHEMA
 from tests.conformance.test_bucket_assigner import mock_bucket_assigner
 
@@ -94,3 +94,15 @@ def test_loaded_index_records_are_written_at_the_load():
     assert (
         index.assign(records(("k1", "p0")), now_ms=1499).column(LOCATION_FILE_ID)[0].as_py() == "f1"
     )
+
+
+def test_records_carry_i_for_a_new_file_group_and_u_otherwise():
+    index = StateIndex(mock_bucket_assigner())
+    first = index.assign(records(("k1", "p0"), ("k2", "p0")))
+    # a new file, and the next insert into it in the same interval: both INSERT buckets
+    assert first.column(LOCATION_INSTANT).to_pylist() == ["I", "I"]
+    index.snapshot()  # the barrier: the assigner's bucket map is reset
+    again = index.assign(records(("k1", "p0"), ("k3", "p0")))
+    # a known key, and an insert into last interval's new file: UPDATE buckets
+    assert again.column(LOCATION_INSTANT).to_pylist() == ["U", "U"]
+    assert len(set(again.column(LOCATION_FILE_ID).to_pylist())) == 1
