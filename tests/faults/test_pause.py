@@ -90,21 +90,19 @@ def test_a_pause_shows_in_the_scenario_file_written_back():
     assert entry_.model_dump(mode="json")["duration_ms"] == 7
 
 
-def test_random_pauses_hit_a_coordinator_or_compactor_within_the_bound():
-    outcome = run(pause_per_hour=900, pause_max_ms=700)
+@pytest.mark.parametrize(
+    ("rate", "targets"),
+    [
+        ("pause_per_hour", ("ingest/coordinator", "ingest/compactor")),
+        ("writer_pause_per_hour", ("ingest/task-0", "ingest/task-1")),
+    ],
+)
+def test_random_pauses_hit_their_processes_within_the_bound(rate, targets):
+    outcome = run(**{rate: 900}, pause_max_ms=700)
     pauses = faults_of(outcome, "pause")
     assert len(pauses) >= 2
     for pause in pauses:
-        assert pause.value["process"] in ("ingest/coordinator", "ingest/compactor")
-        assert 1 <= pause.value["duration_ms"] <= 700 and "schedule" not in pause.value
-
-
-def test_random_writer_pauses_hit_write_tasks_within_the_bound():
-    outcome = run(writer_pause_per_hour=900, pause_max_ms=700)
-    pauses = faults_of(outcome, "pause")
-    assert len(pauses) >= 2
-    for pause in pauses:
-        assert pause.value["process"] in ("ingest/task-0", "ingest/task-1")
+        assert pause.value["process"] in targets
         assert 1 <= pause.value["duration_ms"] <= 700 and "schedule" not in pause.value
 
 
@@ -119,25 +117,17 @@ def test_a_random_pause_reads_back_as_the_entry_that_replays_it():
     }
 
 
-def test_explore_draws_pauses_from_the_rate():
+@pytest.mark.parametrize(
+    ("rate", "targets"),
+    [
+        ("pause_per_hour", {"ingest/coordinator", "ingest/compactor"}),
+        ("writer_pause_per_hour", {"ingest/task-0", "ingest/task-1"}),
+    ],
+)
+def test_explore_draws_pauses_from_their_rate(rate, targets):
     scenario = parse_scenario(
-        scenario_toml(
-            duration_s=60, jobs=(SERVICES_JOB,), faults={"pause_per_hour": 120, "pause_max_ms": 900}
-        )
+        scenario_toml(duration_s=60, jobs=(SERVICES_JOB,), faults={rate: 120, "pause_max_ms": 900})
     )
     (plan,) = [p for p in fault_plan(scenario) if p.kind == "pause"]
     assert (plan.max_entries, plan.bound) == (4, 900)
-    assert set(plan.targets) == {"ingest/coordinator", "ingest/compactor"}
-
-
-def test_explore_draws_write_task_pauses_from_their_rate():
-    scenario = parse_scenario(
-        scenario_toml(
-            duration_s=60,
-            jobs=(SERVICES_JOB,),
-            faults={"writer_pause_per_hour": 120, "pause_max_ms": 900},
-        )
-    )
-    (plan,) = [p for p in fault_plan(scenario) if p.kind == "pause"]
-    assert (plan.max_entries, plan.bound) == (4, 900)
-    assert set(plan.targets) == {"ingest/task-0", "ingest/task-1"}
+    assert set(plan.targets) == targets
