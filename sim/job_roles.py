@@ -9,6 +9,7 @@ spec and context; the job decides when (its attempts and restart paths).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from models.flink.coordinator import RestoreRules, WriteCoordinator
@@ -252,16 +253,27 @@ class JobRoles:
                 coordinator.coordinator.pending_instants, default=None
             ),
         )
-        bootstrapped = self._index_bootstrap(restored) if self.spec.index_bootstrap else None
+        bootstrapped = None
+        if self.spec.index_bootstrap:
+            bootstrapped, duration_ms = self._index_bootstrap(restored, len(tasks))
+            settings = replace(settings, ready_at_ms=int(self.env.now) + duration_ms)
         return assigner_tasks(tasks, self.assigner_snapshots, restored, settings, bootstrapped)
 
-    def _index_bootstrap(self, restored: int | None) -> dict[str, Location]:
+    def _index_bootstrap(
+        self, restored: int | None, parallelism: int
+    ) -> tuple[dict[str, Location], int]:
         """``BootstrapOperator#preLoadIndexRecords`` over the committed view, after the
-        checkpoint's last pending instant (none when nothing was restored)."""
-        table, options = self.context.clients.table, self.context.clients.view_options
+        checkpoint's last pending instant (none when nothing was restored), and how long it
+        takes: its storage operations, shared evenly among its ``parallelism`` subtasks (each
+        loads the file groups whose id hashes to it, ``shouldLoadFile``), which all wait for
+        the slowest (``waitForBootstrapReady``)."""
+        clients = self.context.clients
+        table, options, storage = clients.table, clients.view_options, clients.storage
+        mark = storage.usage()
         timeline, groups = table.file_groups(options=options)
         last = self.assigner_snapshots.last_pending(restored)
         loaded = bootstrap_index(table, timeline, latest_file_slices(groups), last)
+        duration_ms = -(-storage.latency_since(mark) // parallelism)
         self.history.ok(
             self.name,
             "index_bootstrap",
@@ -269,9 +281,10 @@ class JobRoles:
                 "last_instant": last,
                 "loaded_instant": loaded.loaded_instant,
                 "keys": len(loaded.locations),
+                "duration_ms": duration_ms,
             },
         )
-        return loaded.locations
+        return loaded.locations, duration_ms
 
     def _checkpointing(
         self,

@@ -81,7 +81,8 @@ class AssignerSnapshots:
 class AssignerOptions:
     """What every assigner subtask of a job is built with: the write ``profile``, Flink's max
     parallelism, a file-id source per subtask, the index state TTL (0: none) with the task
-    managers' processing time, and the coordinator's last pending instant (for snapshots)."""
+    managers' processing time, the coordinator's last pending instant (for snapshots), and when
+    the index bootstrap is done (``ready_at_ms``: records wait until then)."""
 
     profile: TableWriteProfile
     max_parallelism: int
@@ -89,6 +90,7 @@ class AssignerOptions:
     ttl_ms: int = 0
     clock_ms: Callable[[], int] = lambda: 0
     last_pending_instant: Callable[[], str | None] = lambda: None
+    ready_at_ms: int = 0
 
 
 class BucketAssignTask:
@@ -103,8 +105,10 @@ class BucketAssignTask:
         max_parallelism: int,
         clock_ms: Callable[[], int] = lambda: 0,
         last_pending_instant: Callable[[], str | None] = lambda: None,
+        ready_at_ms: int = 0,
     ) -> None:
         self.index = index
+        self.ready_at_ms = ready_at_ms
         self.writers = tuple(writers)
         self.snapshots = snapshots
         self.max_parallelism = max_parallelism
@@ -136,7 +140,11 @@ class BucketAssignTask:
 
     @property
     def backpressured(self) -> bool:
-        """Flink's backpressure: a write task that pushes back stalls the assigner's input."""
+        """Flink's backpressure: a write task that pushes back stalls the assigner's input, and
+        so does the index bootstrap before it is done (``BootstrapOperator`` loads the index in
+        ``initializeState`` and ``waitForBootstrapReady`` holds every subtask until all are)."""
+        if self.clock_ms() < self.ready_at_ms:
+            return True
         return any(w.backpressured for w in self.writers)
 
     def inject_barrier(self, checkpoint_id: int) -> None:
@@ -204,6 +212,7 @@ def assigner_tasks(
                 max_parallelism=most,
                 clock_ms=options.clock_ms,
                 last_pending_instant=options.last_pending_instant,
+                ready_at_ms=options.ready_at_ms,
             )
         )
     return tasks

@@ -86,6 +86,36 @@ def test_an_assigner_task_hands_each_writer_the_file_groups_it_owns():
     assert set(snapshots.restored(7)) == {"k1", "k2", "k3"}
 
 
+def test_an_assigner_task_holds_its_input_until_the_index_bootstrap_is_done():
+    now = [0]
+    task = BucketAssignTask(
+        StateIndex(mock_bucket_assigner()),
+        [FakeInput()],
+        AssignerSnapshots(),
+        max_parallelism=128,
+        clock_ms=lambda: now[0],
+        ready_at_ms=75,
+    )
+    assert task.backpressured
+    now[0] = 75
+    assert not task.backpressured
+
+
+def test_the_source_emits_nothing_while_the_index_bootstrap_loads():
+    job = {**STATE_JOB, "index_bootstrap": True}
+    text = scenario_toml(
+        seed=3, duration_s=20, jobs=(job,), sim={"storage_latency_ms": 40}, faults=ALL_FAULTS
+    )
+    events = World(parse_scenario(text)).run().history.events
+    loads = [e for e in events if e.f == "index_bootstrap" and e.value["keys"]]
+    assert loads and all(e.value["duration_ms"] > 0 for e in loads)
+    emits = [e.time for e in events if e.f == "emit"]
+    for load in loads:
+        end = load.time + load.value["duration_ms"]
+        assert not [t for t in emits if load.time <= t < end]
+        assert [t for t in emits if t >= end]
+
+
 def run(table_type: str, **overrides: Any):
     job = {**STATE_JOB, **overrides}
     if table_type == "COPY_ON_WRITE":
