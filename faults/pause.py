@@ -30,6 +30,7 @@ from faults.base import (
     Targets,
     Wanted,
     coordinator_and_compactor,
+    named_targets,
     per_hour,
     timed_entry,
 )
@@ -49,9 +50,7 @@ class Pause(FaultKind):
 
     def wanted(self, scenario: Any) -> list[Wanted]:
         faults = scenario.faults
-        named = [
-            t for job in scenario.jobs for t in coordinator_and_compactor(scenario, job).before
-        ]
+        named = named_targets(self, scenario)  # the coordinators and compactors
         tasks = [f"{job.name}/task-{i}" for job in scenario.jobs for i in range(job.writers)]
         return [
             *per_hour(scenario, named, faults.pause_per_hour, faults.pause_max_ms),

@@ -40,7 +40,7 @@ from weakref import WeakKeyDictionary
 import simpy
 
 from faults import fault_kind, kinds_with_hook
-from faults.base import NotificationFate, coordinator_and_compactor
+from faults.base import NotificationFate, named_targets
 from scenarios.schema import ScheduledFault, fault_targets
 from sim.flink.runtime import task_index
 from sim.pauses import PausableEnvironment
@@ -165,12 +165,7 @@ class Nemesis:
 
     def _random_pauses(self, per_hour: float) -> Generator[Any, Any, None]:
         """Pause a random coordinator or compactor for a random time in [1, pause_max_ms]."""
-        scenario = self.world.scenario
-        targets = [
-            target
-            for job in scenario.jobs
-            for target in coordinator_and_compactor(scenario, job).before
-        ]
+        targets = named_targets(fault_kind("pause"), self.world.scenario)
 
         def pause_one(rng: Rng) -> None:
             target = rng.choice(targets)

@@ -224,7 +224,8 @@ def with_bucket_tag(rows: pa.Table) -> pa.Table:
         return rows
     index = rows.column_names.index(LOCATION_INSTANT)
     first = rows.column(index)[0].as_py()
-    return rows.set_column(index, LOCATION_INSTANT, pa.array([first] * rows.num_rows, pa.string()))
+    tags = pa.repeat(pa.scalar(first, pa.string()), rows.num_rows)
+    return rows.set_column(index, LOCATION_INSTANT, tags)
 
 
 def redistribute(states: tuple[TaskState, ...], parallelism: int) -> tuple[TaskState, ...]:
