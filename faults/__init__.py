@@ -17,6 +17,7 @@ from faults import (
     pause,
     rescale,
     storage_failure,
+    write_error,
 )
 from faults.base import FaultKind, Hook
 
@@ -30,6 +31,7 @@ KINDS: tuple[FaultKind, ...] = (
     storage_failure.KIND,
     pause.KIND,
     rescale.KIND,
+    write_error.KIND,
 )
 """Every kind, in the order the nemesis applies notification kinds (a lost notification is not
 also delayed or duplicated) and explore draws them."""

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn
 
-Hook = Literal["timed", "notification", "checkpoint", "storage_write"]
+Hook = Literal["timed", "notification", "checkpoint", "storage_write", "flush"]
 """When the nemesis fires a scheduled entry of a kind:
 
 - ``timed``: at ``at_s`` exactly (:meth:`FaultKind.fire`);
@@ -37,7 +37,9 @@ Hook = Literal["timed", "notification", "checkpoint", "storage_write"]
   after ``at_s`` (with ``checkpoint = N``: the one for checkpoint N);
 - ``checkpoint``: on the first checkpoint triggered at or after ``at_s`` that gets all its ACKs;
 - ``storage_write``: on the first storage write at or after ``at_s`` by the target process (or by
-  any process of the target job).
+  any process of the target job);
+- ``flush``: on the first flush with records that the target write task starts at or after
+  ``at_s``.
 """
 
 MS_PER_HOUR = 3_600_000

@@ -126,6 +126,9 @@ class FaultSpec(Spec):
     a random job."""
     pause_max_ms: integer_in(1, MS_PER_HOUR) = 2000
     """Upper bound of a random pause (either rate): uniform in [1, pause_max_ms]."""
+    write_error_per_hour: PerHour = 0.0
+    """Rate of record write errors per hour: each arms one random write task of a random job,
+    whose next flush with records then fails its first record (kind ``write_error``)."""
     schedule: Annotated[tuple[ScheduledFault, ...], Field(strict=False)] = ()
     """Explicit faults at fixed times (``[[faults.schedule]]``), replayed exactly."""
 

@@ -234,6 +234,25 @@ PRESETS: dict[str, dict[str, Preset]] = {
             "(apache/hudi#19960: master 7430134280ae, release-1.1.2 b799fd41c1f)",
         ),
     },
+    "record_write_failure": {
+        "1.0": Preset(
+            "mark",
+            "HoodieAppendHandle#bufferRecord and HoodieWriteMergeHandle#writeRecord mark a failed "
+            "record (WriteStatus#markFailure) and go on; StreamWriteOperatorCoordinator#doCommit "
+            "then rolls the instant back and throws: apache/hudi#18051",
+        ),
+        "1.1": Preset(
+            "mark",
+            "as 1.0 (the 1.1-era handles); apache/hudi#18051 was reported on 1.2-SNAPSHOT",
+        ),
+        "latest": Preset(
+            "throw",
+            "open in Hudi (apache/hudi#18051); the remedy its review proposes, a write function "
+            "that throws as the append function does (apache/hudi#13417), which master's "
+            "handles do when hoodie.write.ignore.failed is false (HoodieWriteMergeHandle"
+            "#writeRecord at 00ee6a6e, HoodieAppendHandle#writeRecord)",
+        ),
+    },
     "partial_update_merge": {
         release: Preset(
             "column_group",

@@ -129,6 +129,11 @@ class JobSpec(Spec):
     """Hudi's ``hoodie.allow.empty.commit`` (true from 1.0): a checkpoint without data commits
     an empty instant; false: the coordinator drops it, stops its heartbeat, and failed-writes
     cleaning rolls it back later (EAGER at the next instant, LAZY at the next clean)."""
+    write_ignore_failed: bool = False
+    """Hudi's ``write.ignore.failed`` (false from 0.13, HUDI-4686): records a write handle fails
+    to write are left out and the instant still commits (true: they are lost, the checkpoint
+    moving past them), or they fail the write (false: the task fails, or the coordinator rolls
+    the instant back and fails the job, as ``[protocol] record_write_failure`` says)."""
     buffer_records: integer_in(0, MAX_RECORDS) = 0
     """Not Hudi's (older scenario files): a cap on the records a writer buffers; reaching it
     flushes the largest bucket, as a full buffer memory does. 0: no cap."""
@@ -247,6 +252,12 @@ class ProtocolSpec(Spec):
     Hudi 1.1.0; a task that must flush a mini-batch into the current instant before its barrier
     cannot, and nothing commits until write.commit.ack.timeout fails the job; its RPC times out
     first, apache/hudi#19902)."""
+    record_write_failure: Literal["throw", "mark"] = "throw"
+    """A record a write handle fails to write throws and fails the write task before its
+    checkpoint (throw: Hudi master's handles unless ``write.ignore.failed``; the batch is
+    replayed), or is marked failed in the write status and left out while the rest is written
+    (mark: Hudi 1.1 and before; the coordinator's ``doCommit`` then rolls the instant back and
+    fails the job after the checkpoint completed, so the batch is lost: apache/hudi#18051)."""
     partial_update_merge: Literal["column_group", "row"] = "column_group"
     """Multi-stream partial updates (jobs with ``columns``): merge each column group by its own
     ordering value (column_group, the real rule: PartialUpdateAvroPayload with HUDI-4882's

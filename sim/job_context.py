@@ -19,10 +19,15 @@ from sim.table_services import TableServices
 
 class JobFaults(CheckpointFaults, Protocol):
     """The nemesis's hooks a job's roles fire: every process names itself when it starts, the
-    checkpoint coordinator asks about checkpoint and notification faults."""
+    checkpoint coordinator asks about checkpoint and notification faults, a write task about
+    record write errors."""
 
     def name_process(self, name: str) -> None:
         """The running simpy process is ``name`` in the history."""
+        ...
+
+    def record_errors(self, process: str) -> int:
+        """How many records of the flush the write task ``process`` starts now fail."""
         ...
 
 

@@ -45,7 +45,7 @@ from sim.flink.compactor import Compactor
 from sim.flink.operator_coordinator import CommitReporter, OperatorCoordinator, PrecommitCheck
 from sim.flink.runtime import Attempt, Gateway
 from sim.flink.source import SourcePosition, SourceReader
-from sim.flink.write_function import WriteFunction
+from sim.flink.write_function import RecordFailures, WriteFunction
 from sim.job_context import JobContext
 from sim.network import Channel
 
@@ -126,6 +126,7 @@ class JobRoles:
             failed_writes_cleaning=self._start_commit_cleaning(),
             on_rollback=self.reporter,
             instant_request=protocol.instant_request,
+            write_ignore_failed=self.spec.write_ignore_failed,
         )
 
     def _start_commit_cleaning(self) -> str:
@@ -181,6 +182,11 @@ class JobRoles:
             bucket_index=self._bucket_index(attempt, task_id),
             rpc_ask_timeout_ms=self.context.sim.rpc_ask_timeout_ms,
             commit_ack_timeout_ms=round(spec.commit_ack_timeout_s * 1000),
+            record_failures=RecordFailures(
+                self.context.faults.record_errors,
+                throws=self.context.protocol.record_write_failure == "throw"
+                and not spec.write_ignore_failed,
+            ),
         )
 
     def _bucket_index(self, attempt: Attempt, task_id: int) -> TaskBucketIndex | None:

@@ -18,7 +18,9 @@ its module in ``faults/``; when it fires is its hook, kept here:
   ``at_s`` that gets all its task ACKs (a checkpoint that times out on its own does not use the
   entry up).
 - the storage-write kind ``storage_failure`` fails the first storage write at or after ``at_s``
-  made by the target process (or by any process of the target job). Processes are told apart by
+  made by the target process (or by any process of the target job).
+- the flush kind ``write_error`` fails the first records of the first flush with records the
+  target write task starts at or after ``at_s``. Processes are told apart by
   simpy's ``active_process``, which :meth:`Nemesis.name_process` maps to its history name.
 
 Faults stop when the run drains (``duration_s``): an entry that has not fired by then never does.
@@ -27,7 +29,7 @@ its index in ``[[faults.schedule]]``, so a violation can be traced back to the e
 
 Randomness: the random faults draw from their own named streams (``crash:writer``,
 ``crash:coordinator``, ``nemesis/clock_jump``, ``nemesis/rescale``, ``nemesis/pause``,
-``nemesis/pause:writer``);
+``nemesis/pause:writer``, ``nemesis/write_error``);
 scheduled faults draw nothing, so adding or removing an entry never moves a random draw.
 """
 
@@ -76,6 +78,7 @@ class Nemesis:
         self._pending: dict[str, list[tuple[int, ScheduledFault]]] = {}
         for index, entry in enumerate(self.faults.schedule):
             self._pending.setdefault(entry.kind, []).append((index, entry))
+        self._armed: dict[str, int] = {}  # random write errors per write task, not hit yet
 
     # --- processes ----------------------------------------------------------------------------
 
@@ -95,6 +98,8 @@ class Nemesis:
             self.env.process(self._random_pauses(faults.pause_per_hour))
         if faults.writer_pause_per_hour > 0:
             self.env.process(self._random_writer_pauses(faults.writer_pause_per_hour))
+        if faults.write_error_per_hour > 0:
+            self.env.process(self._random_write_errors(faults.write_error_per_hour))
         timed_kinds = {kind.name for kind in kinds_with_hook("timed")}
         timed = [
             (at_ms(entry), index, entry)
@@ -187,6 +192,19 @@ class Nemesis:
 
         stream = self.world.rng.child("nemesis").child("pause:writer")
         return self._poisson(stream, per_hour, pause_one)
+
+    def _random_write_errors(self, per_hour: float) -> Generator[Any, Any, None]:
+        """Arm one record write error on a random job's random write task (of its parallelism
+        now): its next flush with records fails its first record."""
+        jobs = list(self.jobs_by_name.values())
+
+        def arm_one(rng: Rng) -> None:
+            job = jobs[rng.randint(0, len(jobs) - 1)]
+            target = f"{job.name}/task-{rng.randint(0, job.parallelism - 1)}"
+            self._armed[target] = self._armed.get(target, 0) + 1
+
+        stream = self.world.rng.child("nemesis").child("write_error")
+        return self._poisson(stream, per_hour, arm_one)
 
     def _timed(self, entries: list[tuple[int, int, ScheduledFault]]) -> Generator[Any, Any, None]:
         """Fire the scheduled timed kinds at their times, in schedule order on ties."""
@@ -297,6 +315,27 @@ class Nemesis:
             if fate.copies == 0:  # lost: nothing left to delay or duplicate
                 break
         return fate
+
+    def record_errors(self, process: str) -> int:
+        """Before the write task ``process`` writes a flush with records: how many of its first
+        records fail (the ``flush`` kinds' entries due for it, and the random ones armed on
+        it); records each as a fault event."""
+        if not self.active:
+            return 0
+        failed = 0
+        for kind in kinds_with_hook("flush"):
+            index = self._take(kind.name, lambda e: e.target == process)
+            if index is not None:
+                records = int(self.faults.schedule[index].option("records") or 1)
+                self.record(kind.event, {"process": process, "records": records}, index)
+                failed += records
+        armed = self._armed.pop(process, 0)
+        if armed:
+            self.record(
+                fault_kind("write_error").event, {"process": process, "records": armed}, None
+            )
+            failed += armed
+        return failed
 
     def storage_write(self, storage: SimStorage, path: str) -> None:
         """Before a storage write: raise :class:`StorageWriteError` if a scheduled failure is due

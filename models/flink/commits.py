@@ -10,6 +10,12 @@ out of a commit's metadata are gone, not silently visible. A commit that loses i
 (:class:`~models.txn.concurrency.ConcurrentWriteConflict`) raises :class:`CommitConflictError`
 and the job fails over, as Hudi's does (``commitInstant`` throws ``HoodieWriteConflictException``
 on its ``NonThrownExecutor``, whose hook calls ``context.failJob``).
+
+An instant whose write statuses report error records (records a write handle marked failed,
+``WriteStatus#getTotalErrorRecords``) is not committed unless ``write.ignore.failed``: ``doCommit``
+rolls it back (``writeClient.rollback(instant)``) and throws, so the job fails over after the
+checkpoint that covered the records completed, and they are lost (apache/hudi#18051, open). The
+buffer is kept, as Hudi keeps it (``eventBuffers.reset`` runs on success only).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from models.ports import Steps
 from models.table_errors import HoodieException
 from models.timeline.instant import Instant, State
 from models.txn.concurrency import ConcurrentWriteConflict
+from models.write.rollback import RollbackListener, rollback
 from models.write.writer import TableWriter
 
 COMMIT_RETRIES = 3
@@ -36,6 +43,12 @@ class CoordinatorError(HoodieException, RuntimeError):
 class CommitConflictError(CoordinatorError):
     """A commit lost its OCC conflict check (Hudi's ``HoodieWriteConflictException``, "Cannot
     resolve conflicts for overlapping writes"): the job fails over and recommits the instant."""
+
+
+class CommitRolledBackError(CoordinatorError):
+    """The instant's write statuses hold error records and ``write.ignore.failed`` is off: Hudi's
+    ``doCommit`` rolled the instant back and throws ("Commit instant [..] failed and rolled back
+    !"); the job fails over (apache/hudi#18051)."""
 
 
 @dataclass(frozen=True)
@@ -70,8 +83,14 @@ class InstantCommitter:
         allow_empty_commit: bool,
         precommit: Callable[[Instant, tuple[WriteStat, ...]], None] | None,
         on_drop: Callable[[str], None] | None,
+        ignore_failed: bool = False,
+        on_rollback: RollbackListener | None = None,
     ) -> None:
+        """``ignore_failed``: Hudi's ``write.ignore.failed`` (commit whatever the error records);
+        ``on_rollback`` is told about the rollback of an instant with error records."""
         self.writer = writer
+        self.ignore_failed = ignore_failed
+        self.on_rollback = on_rollback
         self.operation_type = operation_type
         self.allow_empty_commit = allow_empty_commit
         self.precommit = precommit
@@ -82,6 +101,12 @@ class InstantCommitter:
         stats = buffer.write_stats
         if self.is_completed(buffer.instant):
             return None
+        if buffer.error_records and not self.ignore_failed:
+            yield from self._roll_back(buffer.instant)
+            raise CommitRolledBackError(
+                f"Commit instant [{buffer.instant}] failed and rolled back ! "
+                f"({buffer.error_records} error records)"
+            )
         if self.nothing_to_commit(buffer):
             self._drop(buffer.instant)
             return None
@@ -118,6 +143,21 @@ class InstantCommitter:
                 f"Cannot resolve conflicts for overlapping writes: {conflict}"
             ) from conflict
         raise AssertionError("unreachable")
+
+    def _roll_back(self, instant_time: str) -> Steps[None]:
+        """``doCommit``'s ``writeClient.rollback(instant)`` for an instant with error records;
+        an instant no longer pending (rolled back before) is left alone, as Hudi's rollback
+        returns false for it ("Cannot find instant .. for rollback")."""
+        failed = self.writer.timeline.load().get(instant_time)
+        if failed is None or failed.is_completed:
+            return
+        if self.on_rollback is not None:
+            self.on_rollback.rolling_back(instant_time)
+        done = yield from rollback(
+            self.writer.table, self.writer, failed, self.writer.time_generator
+        )
+        if self.on_rollback is not None:
+            self.on_rollback.rolled_back(instant_time, done)
 
     def nothing_to_commit(self, buffer: EventBuffer) -> bool:
         """No event at all, or only empty write statuses while empty commits are not allowed."""

@@ -114,12 +114,15 @@ class WriteCoordinator:
         failed_writes_cleaning: str = "LAZY",
         on_rollback: RollbackListener | None = None,
         instant_request: str = "polled",
+        write_ignore_failed: bool = False,
     ) -> None:
         """``precommit(instant, stats)`` runs under the table lock before the completed file is
         created (OCC); raising aborts the commit. ``on_drop(instant_time)``: an instant dropped
         with nothing to commit. ``failed_writes_cleaning``: the write client's policy (EAGER: a
         new instant first rolls back every pending write instant, told to ``on_rollback``).
-        ``instant_request``: how a held-back request waits (the simulator's part). The write
+        ``instant_request``: how a held-back request waits (the simulator's part).
+        ``write_ignore_failed``: Hudi's ``write.ignore.failed`` (commit an instant whose write
+        statuses hold error records instead of rolling it back and failing the job). The write
         client's config is validated as Hudi does (``validate_write_config``)."""
         validate_write_config(writer.table.config, concurrency_mode)
         if mode not in COORDINATOR_MODES:
@@ -139,6 +142,8 @@ class WriteCoordinator:
             allow_empty_commit=allow_empty_commit,
             precommit=precommit,
             on_drop=on_drop,
+            ignore_failed=write_ignore_failed,
+            on_rollback=on_rollback,
         )
         if instant_request not in INSTANT_REQUESTS:
             raise ValueError(f"instant_request must be one of {INSTANT_REQUESTS}")

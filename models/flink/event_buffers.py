@@ -80,6 +80,11 @@ class EventBuffer:
     def records(self) -> int:
         return sum(e.records for e in self.events if e is not None)
 
+    @property
+    def error_records(self) -> int:
+        """Records the tasks failed to write into this instant (Hudi's ``totalErrorRecords``)."""
+        return sum(e.error_records for e in self.events if e is not None)
+
     def with_event(self, event: WriteMetadataEvent) -> EventBuffer:
         """Put ``event`` in its task's slot (Hudi's ``addEvent``): merged with an event of the
         same instant already there, otherwise replacing it."""

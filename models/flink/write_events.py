@@ -36,6 +36,9 @@ class WriteMetadataEvent:
     records: int = 0
     bootstrap: bool = False
     """Re-sent from a restored task state (Hudi's ``isBootstrap``)."""
+    error_records: int = 0
+    """Records the task's write handles failed to write (the sum of its write statuses'
+    ``WriteStatus#getTotalErrorRecords``): left out of the files, reported to the coordinator."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "write_stats", tuple(self.write_stats))
@@ -55,11 +58,13 @@ class WriteMetadataEvent:
             write_stats=merge_write_stats(self.write_stats + other.write_stats),
             last_batch=self.last_batch or other.last_batch,
             records=self.records + other.records,
+            error_records=self.error_records + other.error_records,
         )
 
     def summary(self) -> dict[str, object]:
-        """A JSON-friendly description for the history (files by path, no record contents)."""
-        return {
+        """A JSON-friendly description for the history (files by path, no record contents;
+        ``error_records`` only when some record failed)."""
+        summary: dict[str, object] = {
             "task": self.task_id,
             "instant": self.instant,
             "checkpoint": self.checkpoint_id,
@@ -67,6 +72,9 @@ class WriteMetadataEvent:
             "last_batch": self.last_batch,
             "records": self.records,
         }
+        if self.error_records:
+            summary["error_records"] = self.error_records
+        return summary
 
 
 _SUMMED = (

@@ -40,6 +40,7 @@ from models.flink.write_events import BootstrapEvent, WriteMetadataEvent
 from models.flink.write_files import FileLayout, write_records
 from models.flink.write_task import TaskState, WriteTask, record_columns
 from models.format.commit_metadata import WriteStat
+from models.format.records import RECORD_KEY_FIELD
 from models.table_errors import HoodieException
 from models.timeline.instant import Instant, State
 from models.write.writer import TableWriter
@@ -66,6 +67,17 @@ BACKLOG_LIMIT = 2  # queued flushes and barriers at which the task pushes back o
 
 
 @dataclass(frozen=True)
+class RecordFailures:
+    """Records a write handle fails to write: ``count(task)`` is how many of the task's flush
+    starting now fail (the nemesis's ``write_error`` hook); ``throws``: the handle throws
+    (``[protocol] record_write_failure = "throw"`` without ``write.ignore.failed``) instead of
+    marking them failed."""
+
+    count: Callable[[str], int]
+    throws: bool
+
+
+@dataclass(frozen=True)
 class TaskFailure:
     """``processElement`` threw (the bucket index failed to load: a bucket with two file ids, a
     file id that is no bucket's; or a record does not fit the buffer): the task fails."""
@@ -87,7 +99,8 @@ class WriteFunction:
     ``attempt_number`` is the task's Flink attempt (0 when Flink deployed it afresh).
     ``base_instants`` is only read by the legacy ``base_instant`` file slicing.
     ``bucket_index`` assigns upserts' file ids as Hudi's bucket-index writer does (None: fixed
-    ids)."""
+    ids). ``record_failures`` is what happens to records a write handle fails to write (None:
+    none fails)."""
 
     def __init__(
         self,
@@ -105,6 +118,7 @@ class WriteFunction:
         bucket_index: TaskBucketIndex | None = None,
         rpc_ask_timeout_ms: int = RPC_ASK_TIMEOUT_MS,
         commit_ack_timeout_ms: int = 300_000,
+        record_failures: RecordFailures | None = None,
     ) -> None:
         self.attempt = attempt
         self.task = task
@@ -127,6 +141,7 @@ class WriteFunction:
         self.bucket_index = bucket_index
         self.rpc_ask_timeout_ms = rpc_ask_timeout_ms
         self.commit_ack_timeout_ms = commit_ack_timeout_ms
+        self.record_failures = record_failures
 
     # --- what the other roles call ----------------------------------------------------------
 
@@ -231,6 +246,7 @@ class WriteFunction:
                 "last_batch": last_batch,
             },
         )
+        rows, error_records = self._fail_records(rows, instant)
         base_instants = self._legacy_base_instants(instant)
         # The write takes time and its files appear when it ends: what the writer read at the
         # start (the legacy rule's base instants) may be stale by then.
@@ -250,10 +266,32 @@ class WriteFunction:
         self._open_handles(base_instants, stats)
         yield env.timeout(self.storage.latency_since(mark))
         event = WriteMetadataEvent(
-            self.task_id, instant, checkpoint_id, tuple(stats), last_batch, rows.num_rows
+            self.task_id,
+            instant,
+            checkpoint_id,
+            tuple(stats),
+            last_batch,
+            rows.num_rows,
+            error_records=error_records,
         )
         yield from self._send_event(event)
         self.attempt.history.ok(self.me, "flush", event.summary())
+
+    def _fail_records(self, rows: pa.Table, instant: str) -> tuple[pa.Table, int]:
+        """The rows the write handles write, and how many failed (the first ones of the flush,
+        when a ``write_error`` fault hits it): a handle that throws fails the task
+        (``HoodieWriteMergeHandle#writeRecord``, ``HoodieAppendHandle#doWrite`` on Hudi's master
+        unless ``write.ignore.failed``), one that marks them (``WriteStatus#markFailure``) leaves
+        them out of its file and reports them in the write status."""
+        failures = self.record_failures
+        failed = 0 if failures is None else min(failures.count(self.me), rows.num_rows)
+        if failed == 0:
+            return rows, 0
+        assert failures is not None
+        if failures.throws:
+            key = rows.column(RECORD_KEY_FIELD)[0].as_py()
+            raise HoodieException(f"Error writing record {key} of instant {instant}")
+        return rows.slice(failed), failed
 
     def _send_event(self, event: WriteMetadataEvent) -> Generator[Any, Any, None]:
         """Keep ``event`` in the task's state and send it to the coordinator; a task paused

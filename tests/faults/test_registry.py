@@ -49,7 +49,7 @@ def test_every_kind_has_targets_in_a_scenario_and_a_known_hook():
     for kind in KINDS:
         targets = kind.targets(scenario, scenario.jobs[0])
         assert targets.before or targets.writers, kind.name
-        assert kind.hook in ("timed", "notification", "checkpoint", "storage_write")
+        assert kind.hook in ("timed", "notification", "checkpoint", "storage_write", "flush")
         assert kind_of_event(kind.event) is kind
 
 

@@ -76,6 +76,7 @@ EXPECTED = {
     "deferred_recommit_lost": ("exactly_once", "no_data_loss"),
     "rescale_restored_id": ("exactly_once", "no_data_loss"),
     "release_1_1_rescale": ("exactly_once", "liveness", "no_data_loss"),
+    "release_1_1_write_errors": ("exactly_once", "liveness", "no_data_loss"),
     "restart_before_bootstrap": ("exactly_once", "no_data_loss"),
     "occ_recommit_baseline": ("exactly_once", "liveness", "no_data_loss"),
     "pending_compaction_reads": (),

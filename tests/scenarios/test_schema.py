@@ -64,6 +64,7 @@ DEFAULTS: dict[str, Any] = {
     "jobs.write_memory_segment_page_size_bytes": 32768,
     "jobs.record_payload_bytes": 0,
     "jobs.allow_empty_commit": True,
+    "jobs.write_ignore_failed": False,
     "jobs.buffer_records": 0,
     "jobs.operation": "upsert",
     "jobs.key_space": 10000,
@@ -91,6 +92,7 @@ DEFAULTS: dict[str, Any] = {
     "faults.pause_per_hour": 0,
     "faults.writer_pause_per_hour": 0,
     "faults.pause_max_ms": 2000,
+    "faults.write_error_per_hour": 0,
     "faults.schedule": (),
     "protocol.release": "latest",
     "protocol.file_slicing": "completion_time",
@@ -108,6 +110,7 @@ DEFAULTS: dict[str, Any] = {
     "protocol.pending_file_ids": "adopted",
     "protocol.index_state": "restored",
     "protocol.instant_request": "polled",
+    "protocol.record_write_failure": "throw",
     "protocol.partial_update_merge": "column_group",
     "protocol.failed_writes_cleaning": "LAZY",  # "auto" resolved for one async job
     "expect.violations": (),
@@ -230,6 +233,7 @@ def test_protocol_variants_default_to_the_real_rule() -> None:
         "pending_file_ids": ("adopted", "ignored"),
         "index_state": ("restored", "lost"),
         "instant_request": ("polled", "blocked"),
+        "record_write_failure": ("throw", "mark"),
         "partial_update_merge": ("column_group", "row"),
         "failed_writes_cleaning": ("auto", "EAGER", "LAZY"),
     }
