@@ -182,12 +182,15 @@ def build_file_groups(
     replaced_file_groups: Iterable[tuple[str, str]] = (),
     rule: str = "completion_time",
     anchor: str = "earliest_completed",
+    only: tuple[str, str] | None = None,
 ) -> list[FileGroup]:
     """File groups of the table for ``timeline`` (use ``timeline.as_of(t)`` for time travel).
 
     ``listing`` maps partition path -> files in it. ``pending_compactions`` maps the requested time
     of each pending compaction to the ``(partition, file_id)`` pairs in its plan. File groups in
-    ``replaced_file_groups`` (by a completed replacecommit or clustering) are left out.
+    ``replaced_file_groups`` (by a completed replacecommit or clustering) are left out. ``only``
+    (partition, file id): that file group alone, as the whole view would have it (each group's
+    slices depend on its own files and the timeline only).
     """
     if rule not in SLICING_RULES:
         raise ValueError(f"unknown slicing rule {rule!r}; allowed: {', '.join(SLICING_RULES)}")
@@ -203,9 +206,11 @@ def build_file_groups(
     replaced = set(replaced_file_groups)
     times = _CompletionTimes(timeline)
     groups: list[FileGroup] = []
-    for partition in sorted(listing):
+    partitions = sorted(listing) if only is None else [p for p in only[:1] if p in listing]
+    for partition in partitions:
         bases, logs = _split_listing(listing[partition], partition)
-        for file_id in sorted(set(bases) | set(logs)):
+        ids = set(bases) | set(logs)
+        for file_id in sorted(ids) if only is None else [f for f in only[1:] if f in ids]:
             if (partition, file_id) in replaced:
                 continue
             group = _build_group(

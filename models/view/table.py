@@ -336,8 +336,10 @@ class HudiTable:
         options: ViewOptions | None = None,
         *,
         cache: ReadCache | None = None,
+        only: tuple[str, str] | None = None,
     ) -> tuple[Timeline, list[FileGroup]]:
-        """The timeline as of ``as_of`` (default: now) and the file groups it implies.
+        """The timeline as of ``as_of`` (default: now) and the file groups it implies (``only``:
+        the one (partition, file id), built alone after the same reads).
 
         With a ``cache``, the file groups are computed once per input: the timeline (its folder's
         listing and the archive's bytes), the bound, the rule, the listing of the data files and
@@ -360,6 +362,7 @@ class HudiTable:
                     replaced_file_groups=replaced,
                     rule=rule,
                     anchor=options.anchor,
+                    only=only,
                 )
             except SlicingError as err:  # equal instant times: the table breaks the protocol
                 raise CorruptTableError(str(err)) from None
@@ -370,6 +373,7 @@ class HudiTable:
             "file groups",
             timeline_key,
             as_of,
+            only,
             rule,
             options.anchor,
             tuple((p, tuple(files)) for p, files in sorted(listing.items())),

@@ -225,15 +225,10 @@ class TableWriter:
             return merge_into_previous(
                 self, instant, partition, file_id, records, previous_path, task_id=task_id
             )
-        timeline, groups = self.table.file_groups(options=self.view_options)
-        current = next(
-            (
-                s
-                for s in latest_file_slices(groups)
-                if (s.partition, s.file_id) == (partition, file_id)
-            ),
-            None,
+        timeline, groups = self.table.file_groups(
+            options=self.view_options, only=(partition, file_id)
         )
+        current = next(iter(latest_file_slices(groups)), None)
         if require_base and (current is None or current.base_file is None):
             raise MissingBaseFileError(
                 f"FileID {file_id} of partition path {partition} does not exist."

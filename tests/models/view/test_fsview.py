@@ -146,6 +146,24 @@ def test_replaced_file_groups_are_left_out():
     assert [g.file_id for g in groups] == [FG]
 
 
+def test_only_builds_one_file_group_as_the_whole_view_has_it():
+    timeline = Timeline((done(10, 12, "commit"), done(21, 30), done(40, 45, "commit")))
+    listing = {
+        "p0": [base(10), log(21), base(40, "fg2-0")],
+        "p1": [base(10), log(21, version=2), base(40)],
+    }
+    whole = build_file_groups(timeline, listing)
+    for group in whole:
+        key = (group.partition, group.file_id)
+        assert build_file_groups(timeline, listing, only=key) == [group]
+    assert build_file_groups(timeline, listing, only=("p2", FG)) == []
+    assert build_file_groups(timeline, listing, only=("p0", "fg9-0")) == []
+    replaced = [("p1", FG)]
+    assert (
+        build_file_groups(timeline, listing, replaced_file_groups=replaced, only=replaced[0]) == []
+    )
+
+
 def test_equal_completion_and_barrier_is_refused():
     timeline = Timeline((done(10, 12, "commit"), done(11, 20), done(20, 25, "commit")))
     with pytest.raises(SlicingError):
