@@ -160,6 +160,7 @@ RATE_DRAWS: dict[str, Callable[[Rng], float | int]] = {
     "storage_write_failure": lambda r: round(r.uniform(0.001, 0.01), 4),
     "clock_jump_per_hour": lambda r: float(r.randint(30, 120)),
     "writer_pause_per_hour": lambda r: float(r.randint(30, 240)),
+    "write_error_per_hour": lambda r: float(r.randint(30, 240)),
 }
 """The random rates a swarm scenario switches on or off, each from its own stream, and how each
 value is drawn; rescales come only from the schedule (a scale-up: a random rescale may scale

@@ -43,6 +43,7 @@ RATES_OF_KIND: dict[str, dict[str, Any]] = {
     "coordinator_crash": {"coordinator_crash_per_hour": 120},
     "rescale": {"rescale_per_hour": 120},
     "pause": {"pause_per_hour": 120},
+    "write_error": {"write_error_per_hour": 120},
 }
 """The random rate standing in for each kind of hand-placed fault (ACK delays: see
 :func:`random_rates_only`)."""
@@ -209,7 +210,7 @@ def test_explore_catches_every_known_bad_variant_elsewhere(name, tmp_path):
     blocked_instant_requests 45, duplicate_bucket_file_id and release_1_1_duplicate_file_id 55,
     deferred_recommit_lost 165; the findings occ_cow_low 1, paused_coordinator_rolled_back 9,
     rescale_down_lost_events 53. About 35 min of wall time on 2 cores for the 28. Measured
-    later (2026-11-27): flink_state_ttl 2, flink_state_lost 5."""
+    later (2026-11-27): flink_state_ttl 2, flink_state_lost 5, release_1_1_write_errors 7."""
     source = tmp_path / f"{name}_elsewhere.toml"
     source.write_text(tomli_w.dumps(elsewhere(name)))
     summary = explore_cli(source, tmp_path / "search", examples=EXAMPLES, shrink_runs=60)
