@@ -195,11 +195,12 @@ class WriteBuffer:
         order = np.argsort(buckets, kind="stable")
         keys, starts = np.unique(buckets[order], return_index=True)
         ends = np.r_[starts[1:], len(order)]
-        first_seen = np.argsort([order[s] for s in starts], kind="stable")
+        first_seen = np.argsort(order[starts], kind="stable")
+        grouped = rows.take(pa.array(order))  # one take; each bucket's rows are a slice of it
         for i in first_seen.tolist():  # new buckets in the order their first record came
             rows_of = order[starts[i] : ends[i]]
             bucket = self._buckets.setdefault(int(keys[i]), _Bucket())
-            bucket.chunks.append(rows.take(pa.array(rows_of)))
+            bucket.chunks.append(grouped.slice(int(starts[i]), len(rows_of)))
             bucket.records += len(rows_of)
             added = int(sizes[rows_of].sum())
             bucket.size_bytes += added
