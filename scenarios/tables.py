@@ -63,6 +63,10 @@ class TableSpec(Spec):
     """Hudi table type; NBCC between several jobs needs MERGE_ON_READ."""
     storage: Literal["memory", "local"] = "memory"
     """Where the table's files go: in memory (fast) or a real folder (readable by hudi-rs)."""
+    storage_profile: Literal["local", "object_store"] = "local"
+    """What each storage request costs in simulated time (:mod:`sim.storage_profiles`):
+    ``local``, every request ``[sim] storage_latency_ms`` and writes at 1 MB per ms; or
+    ``object_store``, a latency per request kind (tens of ms) and 100 MB/s both ways."""
     partitions: integer_in(1, 1000) = 2
     """Number of partitions records are spread over."""
     buckets_per_partition: integer_in(1, 1000) = 4

@@ -18,11 +18,15 @@ from typing import Any
 
 from models.storage import FileStatus, Storage
 from sim.rng import Rng
+from sim.storage_profiles import LOCAL_BYTES_PER_MS, REQUEST_KINDS, StorageProfile, local_profile
 
 FaultHook = Callable[[str, dict[str, Any]], None]
 
-BYTES_PER_LATENCY_MS = 1_000_000
-"""Transfer cost: 1 ms per MB written, on top of the per-operation latency."""
+BYTES_PER_LATENCY_MS = LOCAL_BYTES_PER_MS
+"""Transfer cost of the local profile: 1 ms per MB written, on top of the per-request latency."""
+
+Mark = tuple[tuple[int, ...], int, int]
+"""A point in a run's storage use: requests by kind, bytes written, bytes read."""
 
 
 class StorageWriteError(OSError):
@@ -38,7 +42,8 @@ class SimStorage:
     probability does not shift later draws.
 
     Counters: ``ops`` (every call, failed ones included), ``ops_by_kind``, ``bytes_written``
-    (successful writes only) and ``write_failures``.
+    (successful writes only), ``bytes_read`` and ``write_failures``. ``profile`` prices them
+    (:mod:`sim.storage_profiles`; default: the local profile with ``latency_ms`` per request).
     """
 
     def __init__(
@@ -50,6 +55,7 @@ class SimStorage:
         write_failure: float = 0.0,
         on_fault: FaultHook | None = None,
         latency_ms: int = 0,
+        profile: StorageProfile | None = None,
     ) -> None:
         if not 0.0 <= write_failure <= 1.0:
             raise ValueError(f"write_failure must be in [0, 1], got {write_failure!r}")
@@ -61,12 +67,12 @@ class SimStorage:
         self.write_failure = write_failure
         self.on_fault = on_fault
         self.latency_ms = latency_ms
+        self.profile = profile or local_profile(latency_ms)
         self.failures_enabled = True
         self.ops = 0
-        self.ops_by_kind: dict[str, int] = dict.fromkeys(
-            ("create_if_absent", "write", "read", "exists", "delete", "list_dir", "list_subdirs"), 0
-        )
+        self.ops_by_kind: dict[str, int] = dict.fromkeys(REQUEST_KINDS, 0)
         self.bytes_written = 0
+        self.bytes_read = 0
         self.write_failures = 0
 
     def _begin(self, kind: str) -> None:
@@ -98,7 +104,9 @@ class SimStorage:
 
     def read(self, path: str) -> bytes:
         self._begin("read")
-        return self.inner.read(path)
+        data = self.inner.read(path)
+        self.bytes_read += len(data)
+        return data
 
     def exists(self, path: str) -> bool:
         self._begin("exists")
@@ -119,16 +127,33 @@ class SimStorage:
     # -- latency accounting ----------------------------------------------------------------------
 
     def latency_for(self, nbytes: int) -> int:
-        """Simulated time one operation moving ``nbytes`` takes: ``latency_ms`` + 1 ms per MB."""
-        return self.latency_ms + nbytes // BYTES_PER_LATENCY_MS
+        """Simulated time one PUT of ``nbytes`` takes under the profile (local: ``latency_ms``
+        + 1 ms per MB)."""
+        return self.profile.latency_ms["write"] + self.profile.transfer_ms(nbytes, 0)
 
-    def usage(self) -> tuple[int, int]:
-        """``(ops, bytes_written)`` now: a mark to pass to :meth:`latency_since` after a step."""
-        return (self.ops, self.bytes_written)
+    def usage(self) -> Mark:
+        """A mark of the requests and bytes so far, to pass to :meth:`latency_since`."""
+        return (tuple(self.ops_by_kind.values()), self.bytes_written, self.bytes_read)
 
-    def latency_since(self, mark: tuple[int, int]) -> int:
-        """Simulated time the operations since ``mark`` (from :meth:`usage`) take together."""
-        ops, nbytes = mark
-        return (self.ops - ops) * self.latency_ms + (self.bytes_written - nbytes) // (
-            BYTES_PER_LATENCY_MS
+    def latency_since(self, mark: Mark) -> int:
+        """Simulated time the requests since ``mark`` (from :meth:`usage`) take together."""
+        counts, written, read = mark
+        since = {
+            k: n - before for (k, n), before in zip(self.ops_by_kind.items(), counts, strict=True)
+        }
+        return self.profile.request_ms(since) + self.profile.transfer_ms(
+            self.bytes_written - written, self.bytes_read - read
         )
+
+    def summary(self) -> dict[str, object]:
+        """The run's storage use for ``result.json``: requests and their time by kind, bytes
+        moved, under the profile."""
+        latency = self.profile.latency_ms
+        return {
+            "profile": self.profile.name,
+            "requests": dict(self.ops_by_kind),
+            "request_time_ms": {k: n * latency[k] for k, n in self.ops_by_kind.items()},
+            "bytes_written": self.bytes_written,
+            "bytes_read": self.bytes_read,
+            "write_failures": self.write_failures,
+        }

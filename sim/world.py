@@ -56,6 +56,7 @@ from sim.lock import SimLock
 from sim.nemesis import Nemesis, NemesisStorage
 from sim.pauses import PausableEnvironment
 from sim.rng import Rng
+from sim.storage_profiles import storage_profile
 from sim.table_services import TableServices
 
 EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: simulated time 0
@@ -93,6 +94,9 @@ class World:
             write_failure=scenario.faults.storage_write_failure,
             on_fault=self._storage_fault,
             latency_ms=scenario.sim.storage_latency_ms,
+            profile=storage_profile(
+                scenario.table.storage_profile, scenario.sim.storage_latency_ms
+            ),
         )
         self.lock = SimLock(
             self.env, "table-lock", latency_ms=lambda: scenario.time.lock_latency_ms

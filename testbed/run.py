@@ -132,7 +132,14 @@ def result_json(
         "drained": outcome.drained,
         "invariants": {name: verdicts[name].to_json() for name in sorted(verdicts)},
         "metrics": compute_metrics(outcome.history.events),
+        "storage": storage_summary(outcome.storage),
     }
+
+
+def storage_summary(storage: object) -> dict[str, object] | None:
+    """The run's storage requests and their time by kind (None for a storage without counters)."""
+    summary = getattr(storage, "summary", None)
+    return summary() if callable(summary) else None
 
 
 def run_scenario(

@@ -43,6 +43,7 @@ DEFAULTS: dict[str, Any] = {
     "scenario.tags": (),
     "table.type": "MERGE_ON_READ",
     "table.storage": "memory",
+    "table.storage_profile": "local",
     "table.partitions": 2,
     "table.buckets_per_partition": 4,
     "table.merge_mode": "EVENT_TIME_ORDERING",
