@@ -18,12 +18,9 @@ from typing import Any
 
 from models.storage import FileStatus, Storage
 from sim.rng import Rng
-from sim.storage_profiles import LOCAL_BYTES_PER_MS, REQUEST_KINDS, StorageProfile, local_profile
+from sim.storage_profiles import REQUEST_KINDS, StorageProfile, local_profile
 
 FaultHook = Callable[[str, dict[str, Any]], None]
-
-BYTES_PER_LATENCY_MS = LOCAL_BYTES_PER_MS
-"""Transfer cost of the local profile: 1 ms per MB written, on top of the per-request latency."""
 
 Mark = tuple[tuple[int, ...], int, int]
 """A point in a run's storage use: requests by kind, bytes written, bytes read."""
