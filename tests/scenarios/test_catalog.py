@@ -77,6 +77,7 @@ EXPECTED = {
     "rescale_restored_id": ("exactly_once", "no_data_loss"),
     "release_1_1_rescale": ("exactly_once", "liveness", "no_data_loss"),
     "release_1_1_write_errors": ("exactly_once", "liveness", "no_data_loss"),
+    "object_store_faults": (),
     "restart_before_bootstrap": ("exactly_once", "no_data_loss"),
     "occ_recommit_baseline": ("exactly_once", "liveness", "no_data_loss"),
     "pending_compaction_reads": (),
