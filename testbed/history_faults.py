@@ -10,6 +10,7 @@ from typing import Any
 from faults import kind_of_event
 from faults.base import HistoryContext
 from models.history import Event
+from scenarios.faults import is_fault_target
 from scenarios.schema import Scenario
 
 
@@ -21,7 +22,9 @@ def faults_from_history(events: Sequence[Event], scenario: Scenario) -> list[dic
     ACK faults and failed checkpoints name their checkpoint (``at_s = 0``); a notification fault
     from a history whose events did not name it takes the checkpoint the job completed just
     before (the notification is sent in the same step). A fault that changed nothing (a crash of
-    a job already restarting) or cannot be replayed as an entry is left out.
+    a job already restarting) or cannot be replayed as an entry is left out, as is one whose
+    target no entry of the scenario may name (a random fault on a write task that exists only
+    after a rescale up).
     """
     last_checkpoint: dict[str, int] = {}
     context = HistoryContext(tuple(job.name for job in scenario.jobs), last_checkpoint)
@@ -36,6 +39,6 @@ def faults_from_history(events: Sequence[Event], scenario: Scenario) -> list[dic
         if kind is None or "schedule" in event.value:
             continue
         entry = kind.from_event(event.value, event.time / 1000, context)
-        if entry is not None:
+        if entry is not None and is_fault_target(scenario, kind.name, entry["target"]):
             entries.append(entry)
     return entries

@@ -125,6 +125,14 @@ def test_random_faults_become_schedule_entries():
             "duplicate",  # random, with the checkpoint the channel recorded (sim/network.py)
             {"channel": "ingest/notify", "message": "CheckpointComplete", "checkpoint": 7},
         ),
+        # task 3 of a two-writer job exists only after a rescale up: no entry can name it
+        event(12, 7200, "nemesis", "info", "crash", {"process": "ingest/task-3"}),
+        event(
+            13, 7300, "nemesis", "info", "write_error", {"process": "ingest/task-2", "records": 1}
+        ),
+        event(
+            14, 7400, "nemesis", "info", "write_error", {"process": "ingest/task-1", "records": 1}
+        ),
     ]
     assert faults_from_history(events, scenario) == [
         {"at_s": 0.0, "kind": "lose_ack", "target": "ingest", "checkpoint": 2},
@@ -134,6 +142,7 @@ def test_random_faults_become_schedule_entries():
         {"at_s": 6.5, "kind": "clock_jump", "target": "ingest/coordinator", "delta_ms": -300},
         {"at_s": 7.0, "kind": "storage_failure", "target": "ingest"},
         {"at_s": 0.0, "kind": "duplicate_ack", "target": "ingest", "checkpoint": 7},
+        {"at_s": 7.4, "kind": "write_error", "target": "ingest/task-1", "records": 1},
     ]
 
 
