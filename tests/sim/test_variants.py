@@ -27,6 +27,7 @@ from models.timeline.active import ActiveTimeline, TimelineError
 from models.timeline.truetime import make_time_generator
 from models.view.table import HudiTable
 from scenarios import catalog_dir
+from scenarios.releases import LATEST, preset_values
 from scenarios.schema import PROTOCOL_VARIANTS, scenario_from_dict
 from sim.world import World
 
@@ -103,6 +104,7 @@ VARIANTS += (
     Variant("flink_state_ttl", {"jobs": {"index_state_ttl_days": 0}}),
     Variant("blocked_instant_requests", {"protocol": {"instant_request": "polled"}}),
     Variant("occ_recommit_baseline", {"protocol": {"recommit_baseline": "job"}}),
+    Variant("release_1_1_write_errors", {"protocol": {"release": "latest"}}),
     Variant(
         "restart_before_bootstrap",
         {"protocol": {"restored_events_resend": "every_attempt"}},
@@ -156,12 +158,14 @@ def test_real_rule_is_never_flagged(stem: str) -> None:
 
 def test_every_protocol_switch_has_a_variant_scenario() -> None:
     """Each [protocol] switch (but the cleaning policy, a configuration) is off its real rule in
-    some catalog scenario covered here."""
+    some catalog scenario covered here, written as the switch or through a release's preset."""
     switched = set()
     for variant in VARIANTS:
         protocol = _raw(variant.scenario).get("protocol", {})
         if variant.finding:  # Hudi's rule is the default; the fix is the other value
             protocol = variant.real_rule["protocol"]
+        protocol = {**preset_values(protocol.get("release", LATEST)), **protocol}
+        protocol.pop("release", None)
         switched |= {
             name for name, value in protocol.items() if value != PROTOCOL_VARIANTS[name][0]
         }
