@@ -24,6 +24,7 @@ from faults.base import (
     Targets,
     Wanted,
     per_hour,
+    timed_entry,
 )
 
 MAX_RECORDS = 1_000_000
@@ -40,12 +41,7 @@ class WriteError(FaultKind):
     def from_event(
         self, value: dict[str, Any], at_s: float, context: HistoryContext
     ) -> dict[str, Any] | None:
-        return {
-            "at_s": at_s,
-            "kind": self.name,
-            "target": value["process"],
-            "records": int(value["records"]),
-        }
+        return timed_entry(self, value, at_s, "process")
 
 
 KIND = WriteError(
