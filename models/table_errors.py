@@ -20,4 +20,8 @@ class CorruptTableError(HoodieException, ValueError):
     """An instant file or table file could not be read; the message names it (one line)."""
 
 
-__all__ = ["CorruptTableError", "HoodieException"]
+class HoodieIOException(HoodieException, OSError):
+    """A storage operation of the protocol failed (Hudi's ``HoodieIOException``)."""
+
+
+__all__ = ["CorruptTableError", "HoodieException", "HoodieIOException"]

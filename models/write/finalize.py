@@ -20,11 +20,7 @@ from collections.abc import Iterable
 
 from models.format.commit_metadata import WriteStat
 from models.storage import Storage
-from models.write.rollback import list_markers
-
-RECONCILED_MARKER_TYPES = ("CREATE", "MERGE")
-"""Markers whose files finalizing a write deletes when the commit does not list them
-(``createdAndMergedDataPaths``)."""
+from models.write.markers import RECONCILED_MARKER_TYPES, created_and_merged_data_paths
 
 
 def finalize_write(storage: Storage, instant_time: str, stats: Iterable[WriteStat]) -> list[str]:
@@ -34,11 +30,7 @@ def finalize_write(storage: Storage, instant_time: str, stats: Iterable[WriteSta
     it created, the write stats name the files it commits. Idempotent (a retried commit finalizes
     again; a file already gone counts as deleted)."""
     listed = {s.path for s in stats}
-    invalid = sorted(
-        m.data_path
-        for m in list_markers(storage, instant_time)
-        if m.marker_type in RECONCILED_MARKER_TYPES and m.data_path not in listed
-    )
+    invalid = [p for p in created_and_merged_data_paths(storage, instant_time) if p not in listed]
     for path in invalid:
         storage.delete(path)
     return invalid

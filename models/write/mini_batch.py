@@ -95,7 +95,7 @@ def _replace(
     roll_name = roll_file_name(file_id, token, roll_number, instant.requested_time)
     rows = with_file_name(merged, roll_name)
     data = base_file_parquet(rows)
-    write_data_file(storage, instant, partition, roll_name, data, "MERGE")
+    write_data_file(storage, instant, partition, roll_name, data, "MERGE", writer.markers)
     roll_path = join(partition, roll_name)
     storage.delete(previous_path)
     storage.create_if_absent(previous_path, data)

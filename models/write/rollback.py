@@ -45,7 +45,6 @@ failed-writes policy does to concurrent writers, and why NBCC requires ``LAZY`` 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from models.format.rollback_metadata import (
@@ -58,66 +57,25 @@ from models.format.rollback_metadata import (
     write_rollback_plan,
 )
 from models.ports import Steps
-from models.storage import Storage, join
+from models.storage import join
 from models.table_errors import HoodieException
 from models.timeline.active import ActiveTimeline
 from models.timeline.instant import COMPLETED_ACTION, Instant, State
 from models.view.filenames import FileNameError, parse_base_file_name, parse_log_file_name
 from models.write.heartbeat import instants_to_roll_back
 from models.write.heartbeat import stop as stop_heartbeat
+from models.write.markers import delete_markers, list_markers
 
 if TYPE_CHECKING:
     from models.view.table import HudiTable
     from models.write.writer import TableWriter
 
-MARKERS_FOLDER = ".hoodie/.temp"
-MARKER_TYPES = ("CREATE", "MERGE", "APPEND")
 TABLE_SERVICE_ACTIONS = ("compaction", "logcompaction", "clustering")
 """Pending actions whose plan survives a rollback (re-executed, not abandoned)."""
 
 
 class RollbackError(HoodieException, RuntimeError):
     """A rollback the protocol does not allow (a completed instant, an unknown one)."""
-
-
-@dataclass(frozen=True)
-class Marker:
-    """One marker: the data file it announces and how it was written."""
-
-    partition: str
-    file_name: str
-    marker_type: str
-    path: str
-
-    @property
-    def data_path(self) -> str:
-        return join(self.partition, self.file_name)
-
-
-def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
-    """Every marker of ``instant_time``, sorted by data file path."""
-    root = join(MARKERS_FOLDER, instant_time)
-    out = []
-    stack = [""]
-    while stack:
-        partition = stack.pop()
-        folder = join(root, partition)
-        for status in storage.list_dir(folder):
-            name, sep, kind = status.name.rpartition(".marker.")
-            if sep and kind in MARKER_TYPES:
-                out.append(Marker(partition, name, kind, status.path))
-        stack.extend(join(partition, sub) for sub in storage.list_subdirs(folder))
-    return sorted(out, key=lambda m: m.data_path)
-
-
-def delete_markers(storage: Storage, instant_time: str) -> None:
-    """Remove the marker folder of ``instant_time`` (``quietDeleteMarkerDir``)."""
-    stack = [join(MARKERS_FOLDER, instant_time)]
-    while stack:
-        folder = stack.pop()
-        for status in storage.list_dir(folder):
-            storage.delete(status.path)
-        stack.extend(join(folder, sub) for sub in storage.list_subdirs(folder))
 
 
 def _request_for(partition: str, file_name: str, instant_time: str) -> RollbackRequest | None:

@@ -20,6 +20,7 @@ from models.storage import FileAlreadyExistsError, Storage, join
 from models.table_errors import HoodieException
 from models.timeline.instant import Instant
 from models.view.filenames import FileNameError, parse_log_file_name
+from models.write.markers import DirectWriteMarkers, WriteMarkers
 
 META_COLUMNS = (
     "_hoodie_commit_time",
@@ -29,7 +30,6 @@ META_COLUMNS = (
     "_hoodie_file_name",
 )
 PARTITION_METADATA = ".hoodie_partition_metadata"
-MARKERS_FOLDER = ".hoodie/.temp"
 
 
 class WriteError(HoodieException, RuntimeError):
@@ -74,14 +74,21 @@ def with_file_name(rows: pa.Table, file_name: str) -> pa.Table:
 
 
 def write_data_file(
-    storage: Storage, instant: Instant, partition: str, name: str, data: bytes, marker_type: str
+    storage: Storage,
+    instant: Instant,
+    partition: str,
+    name: str,
+    data: bytes,
+    marker_type: str,
+    markers: WriteMarkers | None = None,
 ) -> None:
-    """The marker first, then the data file (``WriteMarkers.create``, then the handle's write)."""
+    """The marker first, then the data file (``WriteMarkers.createIfNotExists``, then the
+    handle's write); ``markers``: direct markers on ``storage`` unless given."""
     if partition:
         ensure_partition_metadata(storage, partition, instant.requested_time)
-    marker = join(MARKERS_FOLDER, instant.requested_time, partition, f"{name}.marker.{marker_type}")
-    with contextlib.suppress(FileAlreadyExistsError):  # a retried write re-creates its marker
-        storage.create_if_absent(marker, b"")
+    if markers is None:
+        markers = DirectWriteMarkers(storage)
+    markers.create_if_not_exists(instant.requested_time, partition, name, marker_type)
     storage.create_if_absent(join(partition, name), data)
 
 

@@ -46,9 +46,9 @@ from models.view.table import HudiTable, ViewOptions
 from models.write.compaction import run_compaction, schedule_compaction
 from models.write.finalize import finalize_write
 from models.write.heartbeat import HeartbeatClient
+from models.write.markers import DirectWriteMarkers, WriteMarkers, delete_markers
 from models.write.merge_handle import MissingBaseFileError, merge_handle_rows
 from models.write.mini_batch import merge_into_previous
-from models.write.rollback import delete_markers
 from models.write.write_handles import (
     META_COLUMNS,
     WriteError,
@@ -94,6 +94,9 @@ class TableWriter:
         self.stage_id = stage_id
         self.attempt_id = attempt_id
         self.heartbeat = heartbeat
+        self.markers: WriteMarkers = DirectWriteMarkers(self.storage)
+        """How the write handles create markers (direct unless the simulator sends them to a
+        timeline server)."""
         self._schemas: dict[str, str] = {}  # instant -> Avro schema of its data columns
         self._default_schema = (
             avro_schema_for(data_schema, *self._avro_names()) if data_schema is not None else None
@@ -386,4 +389,4 @@ class TableWriter:
     def _write_data_file(
         self, instant: Instant, partition: str, name: str, data: bytes, marker_type: str
     ) -> None:
-        write_data_file(self.storage, instant, partition, name, data, marker_type)
+        write_data_file(self.storage, instant, partition, name, data, marker_type, self.markers)

@@ -9,8 +9,8 @@ import pytest
 from models.format.parquet_files import read_parquet
 from models.format.properties import COPY_ON_WRITE
 from models.view.reader import read_snapshot
+from models.write.markers import list_markers
 from models.write.mini_batch import roll_file_name
-from models.write.rollback import list_markers
 from tests.hudi_oracle import oracle_read
 from tests.table_harness import TableHarness, rows
 from tests.testbed.test_cli import same_rows

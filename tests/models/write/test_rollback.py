@@ -12,7 +12,8 @@ from models.ports import run
 from models.timeline.instant import Instant, State
 from models.view.reader import read_snapshot
 from models.write import heartbeat
-from models.write.rollback import RollbackError, list_markers, plan_rollback, rollback
+from models.write.markers import list_markers
+from models.write.rollback import RollbackError, plan_rollback, rollback
 from tests import hudi_oracle
 from tests.table_harness import START_MS, TableHarness, rows
 

@@ -14,7 +14,7 @@ from models.format.properties import COPY_ON_WRITE
 from models.ports import run
 from models.storage import FileAlreadyExistsError
 from models.view.reader import read_snapshot
-from models.write.rollback import list_markers
+from models.write.markers import list_markers
 from models.write.write_handles import WriteError
 from tests.hudi_oracle import oracle_file_slices, oracle_read
 from tests.table_harness import TableHarness, rows
