@@ -67,6 +67,16 @@ class TableSpec(Spec):
     """What each storage request costs in simulated time (:mod:`sim.storage_profiles`):
     ``local``, every request ``[sim] storage_latency_ms`` and writes at 1 MB per ms; or
     ``object_store``, a latency per request kind (tens of ms) and 100 MB/s both ways."""
+    markers: Literal["direct", "timeline_server"] = "direct"
+    """How write tasks create markers (Hudi's ``hoodie.write.markers.type``; Flink's default is
+    ``direct``): one marker file per data file, or names sent to the coordinator's embedded
+    timeline server, which batches them into ``MARKERS<n>`` files (:mod:`sim.marker_server`)."""
+    marker_batch_interval_ms: integer_in(1, 60_000) = 50
+    """``timeline_server``: how often the server writes a batch of marker requests (Hudi's
+    ``hoodie.markers.timeline_server_based.batch.interval_ms``)."""
+    marker_batch_threads: integer_in(1, 1000) = 20
+    """``timeline_server``: the server's batch workers, each with its ``MARKERS<n>`` file (Hudi's
+    ``hoodie.markers.timeline_server_based.batch.num_threads``)."""
     partitions: integer_in(1, 1000) = 2
     """Number of partitions records are spread over."""
     buckets_per_partition: integer_in(1, 1000) = 4

@@ -48,6 +48,7 @@ from sim.flink.runtime import Attempt, Gateway
 from sim.flink.source import SourcePosition
 from sim.job_context import JobContext
 from sim.job_roles import JobRoles
+from sim.marker_server import MarkerServer
 from sim.messages import CompletedCheckpoint
 from sim.network import Channel
 from sim.restart import failover_path, keeps_coordinator, restored_task_states, start_event
@@ -109,6 +110,7 @@ class Job(JobRoles):
         self.reporter = CommitReporter(self.history, self.process_name("coordinator"))
         self.compactor = self._compactor() if self.table_services else None
         self._operator: OperatorCoordinator | None = None
+        self.marker_server: MarkerServer | None = None
         self._attempt: Attempt | None = None
         self._channels: list[Channel] = []
         self._to_jm: list[Channel] = []  # the tasks' channels to the job manager of this attempt
@@ -242,6 +244,8 @@ class Job(JobRoles):
                 process.interrupt("failover")
         if not keeps_coordinator(path) and self._operator is not None:
             self._operator.abandon()
+            if self.marker_server is not None:
+                self.marker_server.crash()
         for channel in self._channels:
             channel.cancel_pending()
         yield self.env.timeout(self.context.sim.restart_delay_ms)

@@ -4,7 +4,7 @@ job's roles use, as protocols: a job never sees the world, the nemesis or the ot
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import simpy
@@ -13,6 +13,7 @@ from scenarios.tables import ProtocolSpec, SimSpec, TableSpec
 from sim.flink.checkpoint_coordinator import CheckpointFaults
 from sim.flink.write_clients import FlinkWriteClients
 from sim.history import HistoryRecorder
+from sim.marker_server import MarkerServerStats
 from sim.rng import Rng
 from sim.table_services import TableServices
 
@@ -59,6 +60,8 @@ class JobContext:
     services: TableServices
     job_count: int = 1
     """How many jobs write the table."""
+    marker_stats: MarkerServerStats = field(default_factory=MarkerServerStats)
+    """What the jobs' timeline servers did with marker requests, summed over the run."""
 
 
 __all__ = ["FaultRates", "JobContext", "JobFaults"]

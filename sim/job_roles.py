@@ -47,6 +47,7 @@ from sim.flink.runtime import Attempt, Gateway
 from sim.flink.source import SourcePosition, SourceReader
 from sim.flink.write_function import RecordFailures, WriteFunction
 from sim.job_context import JobContext
+from sim.marker_server import MarkerServer
 from sim.network import Channel
 
 MS_PER_DAY = 24 * 60 * 60 * 1000
@@ -87,6 +88,7 @@ class JobRoles:
     reporter: CommitReporter
     compactor: Compactor | None
     _operator: OperatorCoordinator | None
+    marker_server: MarkerServer | None
     coordinator: WriteCoordinator | None
     process_name: Callable[[str], str]
     _check_drained: Callable[[], None]
@@ -101,7 +103,22 @@ class JobRoles:
             on_notified=self._check_drained,
             commit_ack_timeout_ms=int(self.spec.commit_ack_timeout_s * 1000),
         )
+        self.marker_server = self._marker_server()
         return self._operator
+
+    def _marker_server(self) -> MarkerServer | None:
+        """The embedded timeline server's marker handler of a new coordinator (None: direct
+        markers)."""
+        table = self.context.table
+        if table.markers != "timeline_server":
+            return None
+        return MarkerServer(
+            self.env,
+            self.context.clients.storage,
+            batch_interval_ms=table.marker_batch_interval_ms,
+            num_threads=table.marker_batch_threads,
+            stats=self.context.marker_stats,
+        )
 
     def _write_coordinator(self, attempt: Attempt) -> WriteCoordinator:
         """A new write coordinator (Flink's ``OperatorCoordinator.Provider#create``), its write
@@ -187,6 +204,7 @@ class JobRoles:
                 throws=self.context.protocol.record_write_failure == "throw"
                 and not spec.write_ignore_failed,
             ),
+            marker_server=self.marker_server,
         )
 
     def _bucket_index(self, attempt: Attempt, task_id: int) -> TaskBucketIndex | None:

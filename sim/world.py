@@ -53,6 +53,7 @@ from sim.history import HistoryRecorder
 from sim.job import Job
 from sim.job_context import JobContext
 from sim.lock import SimLock
+from sim.marker_server import MarkerServerStats
 from sim.nemesis import Nemesis, NemesisStorage
 from sim.pauses import PausableEnvironment
 from sim.rng import Rng
@@ -72,6 +73,8 @@ class RunOutcome:
     drained: bool
     end_ms: int
     view_options: ViewOptions
+    markers: dict[str, object] | None = None
+    """The timeline servers' marker requests (``[table] markers = "timeline_server"``)."""
 
 
 class World:
@@ -84,6 +87,7 @@ class World:
         self.rng = Rng(self.seed)
         self.history = HistoryRecorder(lambda: int(self.env.now))
         self.draining = False
+        self.marker_stats = MarkerServerStats()
         inner = _inner_storage(scenario.table.storage, table_root)
         self.nemesis = Nemesis(self)
         self.storage = NemesisStorage(
@@ -171,6 +175,7 @@ class World:
             clients=clients,
             services=self.services,
             job_count=len(scenario.jobs),
+            marker_stats=self.marker_stats,
         )
         return [Job(spec, i, context) for i, spec in enumerate(scenario.jobs)]
 
@@ -216,6 +221,17 @@ class World:
 
     # --- the run -----------------------------------------------------------------------------------
 
+    def _marker_setup(self) -> dict[str, Any]:
+        """The setup event's marker settings (none for the default direct markers)."""
+        table = self.scenario.table
+        if table.markers == "direct":
+            return {}
+        return {
+            "markers": table.markers,
+            "marker_batch_interval_ms": table.marker_batch_interval_ms,
+            "marker_batch_threads": table.marker_batch_threads,
+        }
+
     def _setup_event(self) -> None:
         scenario = self.scenario
         self.history.info(
@@ -226,6 +242,7 @@ class World:
                 "seed": self.seed,
                 "epoch_ms": EPOCH_MS,
                 "table": {
+                    **self._marker_setup(),
                     "type": scenario.table.type,
                     "merge_mode": scenario.table.merge_mode,
                     "partitions": scenario.table.partitions,
@@ -313,8 +330,17 @@ class World:
                 },
             },
         )
+        markers = None
+        if self.scenario.table.markers == "timeline_server":
+            markers = self.marker_stats.summary()
         return RunOutcome(
-            self.history, self.table, self.storage, drained, int(self.env.now), self.view_options
+            self.history,
+            self.table,
+            self.storage,
+            drained,
+            int(self.env.now),
+            self.view_options,
+            markers,
         )
 
 

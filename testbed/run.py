@@ -133,6 +133,7 @@ def result_json(
         "invariants": {name: verdicts[name].to_json() for name in sorted(verdicts)},
         "metrics": compute_metrics(outcome.history.events),
         "storage": storage_summary(outcome.storage),
+        "markers": outcome.markers,
     }
 
 

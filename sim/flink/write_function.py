@@ -45,7 +45,9 @@ from models.table_errors import HoodieException
 from models.timeline.instant import Instant, State
 from models.write.writer import TableWriter
 from sim.flink.bucket_assign import TaskBucketIndex
+from sim.flink.marker_requests import write_after_markers
 from sim.flink.runtime import Attempt, Gateway
+from sim.marker_server import MarkerServer
 from sim.messages import (
     Barrier,
     BootstrapMessage,
@@ -56,7 +58,7 @@ from sim.messages import (
     TaskAck,
 )
 from sim.pauses import sit_out_pause
-from sim.storage import SimStorage
+from sim.storage import Mark, SimStorage
 
 RPC_ASK_TIMEOUT_MS = 10_000
 """Flink's ``pekko.ask.timeout``: how long a task waits for the coordinator's answer."""
@@ -119,6 +121,7 @@ class WriteFunction:
         rpc_ask_timeout_ms: int = RPC_ASK_TIMEOUT_MS,
         commit_ack_timeout_ms: int = 300_000,
         record_failures: RecordFailures | None = None,
+        marker_server: MarkerServer | None = None,
     ) -> None:
         self.attempt = attempt
         self.task = task
@@ -142,6 +145,7 @@ class WriteFunction:
         self.rpc_ask_timeout_ms = rpc_ask_timeout_ms
         self.commit_ack_timeout_ms = commit_ack_timeout_ms
         self.record_failures = record_failures
+        self.marker_server = marker_server
 
     # --- what the other roles call ----------------------------------------------------------
 
@@ -252,19 +256,23 @@ class WriteFunction:
         # start (the legacy rule's base instants) may be stale by then.
         yield env.timeout(self.storage.latency_for(record_columns(rows).nbytes))
         mark = self.storage.usage()
-        stats = write_records(
-            self.writer,
-            Instant(instant, State.INFLIGHT, self.writer.default_action),
-            rows,
-            task_id=self.task_id,
-            layout=self.layout,
-            log_versions=self._log_versions,
-            base_instants=base_instants,
-            handles=self._handles,
-            file_ids=None if self.bucket_index is None else self.bucket_index.index,
-        )
-        self._open_handles(base_instants, stats)
-        yield env.timeout(self.storage.latency_since(mark))
+
+        def write(writer: TableWriter) -> list[WriteStat]:
+            stats = write_records(
+                writer,
+                Instant(instant, State.INFLIGHT, writer.default_action),
+                rows,
+                task_id=self.task_id,
+                layout=self.layout,
+                log_versions=self._log_versions,
+                base_instants=base_instants,
+                handles=self._handles,
+                file_ids=None if self.bucket_index is None else self.bucket_index.index,
+            )
+            self._open_handles(base_instants, stats)
+            return stats
+
+        stats = yield from self._write(write, mark)
         event = WriteMetadataEvent(
             self.task_id,
             instant,
@@ -276,6 +284,18 @@ class WriteFunction:
         )
         yield from self._send_event(event)
         self.attempt.history.ok(self.me, "flush", event.summary())
+
+    def _write(
+        self, write: Callable[[TableWriter], list[WriteStat]], mark: Mark
+    ) -> Generator[Any, Any, list[WriteStat]]:
+        """Run ``write`` and wait for its storage requests (with a timeline server, for its
+        markers first: :mod:`sim.flink.marker_requests`)."""
+        env, server = self.attempt.env, self.marker_server
+        if server is not None:
+            return (yield from write_after_markers(env, self.storage, server, self.writer, write))
+        stats = write(self.writer)
+        yield env.timeout(self.storage.latency_since(mark))
+        return stats
 
     def _fail_records(self, rows: pa.Table, instant: str) -> tuple[pa.Table, int]:
         """The rows the write handles write, and how many failed (the first ones of the flush,

@@ -404,6 +404,20 @@ ORACLE_CASES = {
         ),
         faults={**ALL_FAULTS, "ack_loss": 0.0},
     ),
+    "mor-async-upsert-timeline-server-markers": dict(
+        seed=8,
+        table={"markers": "timeline_server"},
+        jobs=({**JOB, "records_per_s": 300, "key_space": 1000, "compaction_every_commits": 3},),
+        faults={**ALL_FAULTS, "coordinator_crash_per_hour": 200},
+    ),
+    "cow-blocking-mini-batches-timeline-server-markers": dict(
+        seed=9,
+        table={"type": "COPY_ON_WRITE", "markers": "timeline_server"},
+        jobs=(
+            {**JOB, "records_per_s": 600, "instant_generation": "blocking", "buffer_records": 80},
+        ),
+        faults={**ALL_FAULTS, "ack_loss": 0.0},
+    ),
     "mor-two-nbcc-jobs": dict(
         seed=4,
         jobs=(

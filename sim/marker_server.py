@@ -1,0 +1,195 @@
+"""The embedded timeline server's marker requests (``[table] markers = "timeline_server"``).
+
+Hudi's Flink coordinator starts an embedded timeline server with its write client
+(``FlinkWriteClients#createWriteClient``); with ``hoodie.write.markers.type =
+TIMELINE_SERVER_BASED`` the write tasks send every marker to it (``TimelineServerBasedWriteMarkers
+#create``, an HTTP POST) and the server batches them (``MarkerHandler``):
+
+- a dispatcher runs every ``hoodie.markers.timeline_server_based.batch.interval_ms`` (50) from the
+  first request on (``scheduleAtFixedRate``); for each marker folder with requests waiting it
+  takes a free worker file (``MarkerDirState#getNextFileIndexToUse``, round robin over
+  ``batch.num_threads`` = 20 files; none free: the requests wait for the next round) and hands
+  all of them to a batch worker of a pool of ``batch.num_threads`` threads
+  (``MarkerCreationDispatchingRunnable``, ``BatchedMarkerCreationRunnable``);
+- the worker adds the names (a name seen before is answered False), writes ``MARKERS.type`` once
+  and the whole ``MARKERS<n>`` file, and only then completes the requests
+  (``MarkerDirState#processMarkerCreationRequests``); a failed write fails them and drops their
+  names (apache/hudi#19368);
+- a folder's state is built from its files the first time a request names it
+  (``MarkerDirState#syncMarkersFromFileSystem``), so a restarted server knows what was written.
+
+The server lives and dies with the coordinator (a JobManager failover starts a new one with
+nothing in memory); its requests then fail, as HTTP requests to a dead server do.
+``answer_before_write`` answers a batch before writing it: the known-bad order, in which a crash
+or a failed write loses markers whose data files the tasks already wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+
+from models.table_errors import HoodieException, HoodieIOException
+from models.write.marker_dir_state import MarkerDirState, process_marker_creation_requests
+from sim.storage import SimStorage
+
+BATCH_INTERVAL_MS = 50
+"""``hoodie.markers.timeline_server_based.batch.interval_ms``'s default."""
+BATCH_NUM_THREADS = 20
+"""``hoodie.markers.timeline_server_based.batch.num_threads``'s default."""
+
+
+class HoodieRemoteException(HoodieException, RuntimeError):
+    """A request to the timeline server failed (Hudi's ``HoodieRemoteException``)."""
+
+
+@dataclass
+class MarkerServerStats:
+    """What the server did in a run: requests, batches and ``MARKERS`` files written."""
+
+    requests: int = 0
+    batches: int = 0
+    duplicates: int = 0
+    failed_requests: int = 0
+
+    def summary(self) -> dict[str, int]:
+        return dict(vars(self))
+
+
+@dataclass
+class _Request:
+    name: str
+    answer: simpy.Event
+
+
+@dataclass
+class MarkerServer:
+    """One coordinator's marker handler: :meth:`create_marker` returns an event that succeeds
+    with True (created) or False (a duplicate), or fails with :class:`HoodieRemoteException`."""
+
+    env: simpy.Environment
+    storage: SimStorage
+    batch_interval_ms: int = BATCH_INTERVAL_MS
+    num_threads: int = BATCH_NUM_THREADS
+    answer_before_write: bool = False
+    stats: MarkerServerStats = field(default_factory=MarkerServerStats)
+    _dirs: dict[str, MarkerDirState] = field(default_factory=dict)
+    _pending: dict[str, list[_Request]] = field(default_factory=dict)
+    _processes: list[simpy.Process] = field(default_factory=list)
+    _pool: simpy.Resource | None = None
+    _down: bool = False
+
+    def create_marker(self, instant_time: str, name: str) -> simpy.Event:
+        """Queue marker ``name`` of ``instant_time``'s folder (``MarkerHandler#createMarker``)."""
+        answer = self.env.event()
+        if self._down:
+            answer.fail(HoodieRemoteException(f"Failed to create marker file {name}"))
+            answer.defused = True  # a task gone meanwhile does not wait for it
+            return answer
+        self.stats.requests += 1
+        self._pending.setdefault(instant_time, []).append(_Request(name, answer))
+        if self._pool is None:
+            self._pool = simpy.Resource(self.env, capacity=self.num_threads)
+            self._processes.append(self.env.process(self._dispatch()))
+        return answer
+
+    def crash(self) -> None:
+        """The server is gone with its coordinator: waiting requests fail, nothing more is
+        written."""
+        self._down = True
+        for process in self._processes:
+            if process.is_alive:
+                process.interrupt("coordinator gone")
+        for requests in self._pending.values():
+            self._fail(requests, "the timeline server is gone")
+        self._pending.clear()
+
+    def _dispatch(self) -> Generator[Any, Any, None]:
+        try:
+            while True:
+                yield self.env.timeout(self.batch_interval_ms)
+                self._dispatch_round()
+        except simpy.Interrupt:
+            return
+
+    def _dispatch_round(self) -> None:
+        for instant_time in list(self._pending):
+            state = self._dirs.get(instant_time)
+            if state is None:
+                state = MarkerDirState(self.storage, instant_time, self.num_threads)
+                self._dirs[instant_time] = state
+            index = state.next_file_index()
+            if index is None:
+                continue
+            requests = self._pending.pop(instant_time)
+            self._processes.append(self.env.process(self._batch(state, index, requests)))
+        self._processes = [p for p in self._processes if p.is_alive]
+
+    def _batch(
+        self, state: MarkerDirState, index: int, requests: list[_Request]
+    ) -> Generator[Any, Any, None]:
+        """One ``BatchedMarkerCreationRunnable``: accept and write the batch, then answer it
+        (the variant: answer, then write)."""
+        assert self._pool is not None
+        names = [r.name for r in requests]
+        try:
+            with self._pool.request() as thread:
+                yield thread
+                self.stats.batches += 1
+                if self.answer_before_write:
+                    yield from self._answer_then_write(state, index, requests)
+                    return
+                mark = self.storage.usage()
+                try:
+                    results = process_marker_creation_requests(state, index, names)
+                except HoodieIOException as error:
+                    self._fail(requests, str(error))
+                    return
+                yield self.env.timeout(self.storage.latency_since(mark))
+                self._answer(requests, results)
+        except simpy.Interrupt:
+            self._fail(requests, "the timeline server is gone")
+
+    def _answer_then_write(
+        self, state: MarkerDirState, index: int, requests: list[_Request]
+    ) -> Generator[Any, Any, None]:
+        results = state.accept(index, [r.name for r in requests])
+        self._answer(requests, results)
+        try:
+            yield self.env.timeout(self._write_estimate_ms(state, index))
+            state.flush(index)
+        except OSError:
+            state.forget(index)
+        finally:
+            state.release(index)
+
+    def _write_estimate_ms(self, state: MarkerDirState, index: int) -> int:
+        """How long writing the worker file takes (what the variant answers ahead of)."""
+        return self.storage.latency_for(len(state.buffers.get(index, "").encode()))
+
+    def _answer(self, requests: list[_Request], results: list[bool]) -> None:
+        for request, created in zip(requests, results, strict=True):
+            if not request.answer.triggered:
+                self.stats.duplicates += not created
+                request.answer.succeed(created)
+
+    def _fail(self, requests: list[_Request], why: str) -> None:
+        for request in requests:
+            if not request.answer.triggered:
+                self.stats.failed_requests += 1
+                request.answer.fail(
+                    HoodieRemoteException(f"Failed to create marker file {request.name}: {why}")
+                )
+                request.answer.defused = True  # a task gone meanwhile does not wait for it
+
+
+__all__ = [
+    "BATCH_INTERVAL_MS",
+    "BATCH_NUM_THREADS",
+    "HoodieRemoteException",
+    "MarkerServer",
+    "MarkerServerStats",
+]

@@ -1,0 +1,138 @@
+"""Tests for sim/marker_server.py: requests batched every interval, answered after their batch is
+on storage (or before it, the variant), duplicates refused, failures and a crash fail requests,
+and a new server knows what the old one wrote."""
+
+from __future__ import annotations
+
+import simpy
+
+from models.storage import InMemoryStorage
+from models.write.markers import list_markers, read_server_marker_files
+from sim.marker_server import HoodieRemoteException, MarkerServer
+from sim.rng import Rng
+from sim.storage import SimStorage
+from sim.storage_profiles import local_profile
+
+INSTANT = "20260101000000000"
+WRITE_MS = 5
+
+
+def setup(**kwargs) -> tuple[simpy.Environment, InMemoryStorage, SimStorage, MarkerServer]:
+    env = simpy.Environment()
+    inner = InMemoryStorage()
+    storage = SimStorage(
+        inner, now=lambda: int(env.now), rng=Rng(1), profile=local_profile(WRITE_MS), **kwargs
+    )
+    return env, inner, storage, MarkerServer(env, storage, batch_interval_ms=50, num_threads=2)
+
+
+def ask(env, server, name, log, instant=INSTANT):
+    """A task's request: log (time, name, answer or error, markers on storage then)."""
+
+    def task():
+        try:
+            created = yield server.create_marker(instant, name)
+        except HoodieRemoteException as error:
+            created = f"error: {error}"
+        on_disk = sorted(
+            n for ns in read_server_marker_files(server.storage.inner, instant).values() for n in ns
+        )
+        log.append((env.now, name, created, on_disk))
+
+    env.process(task())
+
+
+def test_requests_in_one_interval_share_a_batch_answered_after_the_write():
+    env, inner, _, server = setup()
+    log = []
+    ask(env, server, "p=1/a.parquet.marker.CREATE", log)
+    env.run(until=10)
+    ask(env, server, "p=1/b.parquet.marker.CREATE", log)
+    env.run(until=200)
+    both = ["p=1/a.parquet.marker.CREATE", "p=1/b.parquet.marker.CREATE"]
+    # batch at 50 ms; MARKERS.type and MARKERS0 written (two requests of 5 ms each)
+    assert log == [
+        (60, "p=1/a.parquet.marker.CREATE", True, both),
+        (60, "p=1/b.parquet.marker.CREATE", True, both),
+    ]
+    assert server.stats.summary() == {
+        "requests": 2,
+        "batches": 1,
+        "duplicates": 0,
+        "failed_requests": 0,
+    }
+    assert inner.read(f".hoodie/.temp/{INSTANT}/MARKERS.type") == b"TIMELINE_SERVER_BASED"
+    assert [m.data_path for m in list_markers(inner, INSTANT)] == ["p=1/a.parquet", "p=1/b.parquet"]
+
+
+def test_a_duplicate_is_answered_false():
+    env, _, _, server = setup()
+    log = []
+    ask(env, server, "a.parquet.marker.CREATE", log)
+    ask(env, server, "a.parquet.marker.CREATE", log)
+    env.run(until=200)
+    assert [answer for _, _, answer, _ in log] == [True, False]
+    assert server.stats.duplicates == 1
+
+
+def test_later_batches_take_the_next_worker_file():
+    env, inner, _, server = setup()
+    log = []
+    ask(env, server, "a.parquet.marker.CREATE", log)
+    env.run(until=80)
+    ask(env, server, "b.parquet.marker.CREATE", log)
+    env.run(until=300)
+    assert read_server_marker_files(inner, INSTANT) == {
+        0: ["a.parquet.marker.CREATE"],
+        1: ["b.parquet.marker.CREATE"],
+    }
+    assert [t for t, *_ in log] == [60, 105]
+
+
+def test_a_crash_fails_waiting_requests_and_a_new_server_rebuilds_from_files():
+    env, _, storage, server = setup()
+    log = []
+    ask(env, server, "a.parquet.marker.CREATE", log)
+    env.run(until=110)
+    ask(env, server, "b.parquet.marker.CREATE", log)
+    env.run(until=120)
+    server.crash()
+    ask(env, server, "c.parquet.marker.CREATE", log)
+    env.run(until=300)
+    assert [(name[0], str(answer)[:6]) for _, name, answer, _ in log] == [
+        ("a", "True"),
+        ("b", "error:"),
+        ("c", "error:"),
+    ]
+    fresh = MarkerServer(env, storage, batch_interval_ms=50, num_threads=2)
+    ask(env, fresh, "a.parquet.marker.CREATE", log)
+    ask(env, fresh, "d.parquet.marker.CREATE", log)
+    env.run(until=600)
+    assert [answer for _, _, answer, _ in log[3:]] == [False, True]
+
+
+def test_a_failed_write_fails_its_requests_and_forgets_them():
+    env, _, storage, server = setup(write_failure=1.0)
+    log = []
+    ask(env, server, "a.parquet.marker.CREATE", log)
+    env.run(until=100)
+    assert log[0][2].startswith("error: Failed to create marker file a.parquet.marker.CREATE")
+    storage.write_failure = 0.0
+    ask(env, server, "a.parquet.marker.CREATE", log)
+    env.run(until=300)
+    assert log[1][2] is True
+    assert server.stats.failed_requests == 1
+
+
+def test_the_variant_answers_before_the_write_and_a_crash_loses_the_marker():
+    env, inner, storage, _ = setup()
+    server = MarkerServer(
+        env, storage, batch_interval_ms=50, num_threads=2, answer_before_write=True
+    )
+    log = []
+    ask(env, server, "a.parquet.marker.CREATE", log)
+    env.run(until=52)
+    assert log == [(50, "a.parquet.marker.CREATE", True, [])]
+    server.crash()
+    env.run(until=300)
+    assert list_markers(inner, INSTANT) == []
