@@ -79,6 +79,7 @@ EXPECTED = {
     "release_1_1_write_errors": ("exactly_once", "liveness", "no_data_loss"),
     "object_store_faults": (),
     "write_errors": (),
+    "timeline_server_markers": (),
     "restart_before_bootstrap": ("exactly_once", "no_data_loss"),
     "occ_recommit_baseline": ("exactly_once", "liveness", "no_data_loss"),
     "pending_compaction_reads": (),
