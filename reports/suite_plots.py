@@ -28,6 +28,7 @@ from reports.comparisons import (
 from reports.distributions import plot_distributions, rows_from_suite_runs
 from reports.figures import Figure
 from reports.file_groups import plot_state_vs_bucket
+from reports.marker_costs import marker_point, plot_marker_costs
 from reports.page import guarded_plot, img, seed_of
 from reports.run_plots import plot_run
 from reports.suite_data import safe_name
@@ -87,6 +88,7 @@ def headline_plots(suite_dir: Path, runs: list[dict[str, Any]], plots: Path) -> 
     for grid_name, point, plot in (
         ("truetime", truetime_point, plot_truetime),
         ("truetime_ceiling", ceiling_point, plot_truetime_ceiling),
+        ("markers", marker_point, plot_marker_costs),
     ):
         figure = _grid_plot(suite_dir, runs, plots, errors, grid_name, point, plot)
         if figure:

@@ -48,12 +48,15 @@ class HoodieRemoteException(HoodieException, RuntimeError):
 
 @dataclass
 class MarkerServerStats:
-    """What the server did in a run: requests, batches and ``MARKERS`` files written."""
+    """What the servers did in a run: requests, batches, duplicates refused, requests failed,
+    and the tasks' time waiting for answers."""
 
     requests: int = 0
     batches: int = 0
     duplicates: int = 0
     failed_requests: int = 0
+    answer_wait_ms: int = 0
+    """How long the write tasks waited for their answers, summed."""
 
     def summary(self) -> dict[str, int]:
         return dict(vars(self))

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from models.storage import FileStatus, Storage
+from models.write.markers import MARKERS_FOLDER
 from sim.rng import Rng
 from sim.storage_profiles import REQUEST_KINDS, StorageProfile, local_profile
 
@@ -38,7 +39,8 @@ class SimStorage:
     from ``rng``, failures enabled or not, so switching them off for the drain phase or changing the
     probability does not shift later draws.
 
-    Counters: ``ops`` (every call, failed ones included), ``ops_by_kind``, ``bytes_written``
+    Counters: ``ops`` (every call, failed ones included), ``ops_by_kind``,
+    ``marker_ops_by_kind`` (those under ``.hoodie/.temp``, the markers), ``bytes_written``
     (successful writes only), ``bytes_read`` and ``write_failures``. ``profile`` prices them
     (:mod:`sim.storage_profiles`; default: the local profile with ``latency_ms`` per request).
     """
@@ -68,13 +70,16 @@ class SimStorage:
         self.failures_enabled = True
         self.ops = 0
         self.ops_by_kind: dict[str, int] = dict.fromkeys(REQUEST_KINDS, 0)
+        self.marker_ops_by_kind: dict[str, int] = dict.fromkeys(REQUEST_KINDS, 0)
         self.bytes_written = 0
         self.bytes_read = 0
         self.write_failures = 0
 
-    def _begin(self, kind: str) -> None:
+    def _begin(self, kind: str, path: str) -> None:
         self.ops += 1
         self.ops_by_kind[kind] += 1
+        if path.startswith(MARKERS_FOLDER):
+            self.marker_ops_by_kind[kind] += 1
         self.inner.now_ms = int(self._now())  # type: ignore[attr-defined]
 
     def _maybe_fail(self, path: str) -> None:
@@ -88,37 +93,37 @@ class SimStorage:
     # -- the Storage protocol --------------------------------------------------------------------
 
     def create_if_absent(self, path: str, data: bytes) -> None:
-        self._begin("create_if_absent")
+        self._begin("create_if_absent", path)
         self._maybe_fail(path)
         self.inner.create_if_absent(path, data)
         self.bytes_written += len(data)
 
     def write(self, path: str, data: bytes) -> None:
-        self._begin("write")
+        self._begin("write", path)
         self._maybe_fail(path)
         self.inner.write(path, data)
         self.bytes_written += len(data)
 
     def read(self, path: str) -> bytes:
-        self._begin("read")
+        self._begin("read", path)
         data = self.inner.read(path)
         self.bytes_read += len(data)
         return data
 
     def exists(self, path: str) -> bool:
-        self._begin("exists")
+        self._begin("exists", path)
         return self.inner.exists(path)
 
     def delete(self, path: str) -> None:
-        self._begin("delete")
+        self._begin("delete", path)
         self.inner.delete(path)
 
     def list_dir(self, path: str) -> list[FileStatus]:
-        self._begin("list_dir")
+        self._begin("list_dir", path)
         return self.inner.list_dir(path)
 
     def list_subdirs(self, path: str) -> list[str]:
-        self._begin("list_subdirs")
+        self._begin("list_subdirs", path)
         return self.inner.list_subdirs(path)
 
     # -- latency accounting ----------------------------------------------------------------------
@@ -150,6 +155,10 @@ class SimStorage:
             "profile": self.profile.name,
             "requests": dict(self.ops_by_kind),
             "request_time_ms": {k: n * latency[k] for k, n in self.ops_by_kind.items()},
+            "marker_requests": dict(self.marker_ops_by_kind),
+            "marker_request_time_ms": {
+                k: n * latency[k] for k, n in self.marker_ops_by_kind.items()
+            },
             "bytes_written": self.bytes_written,
             "bytes_read": self.bytes_read,
             "write_failures": self.write_failures,

@@ -87,9 +87,9 @@ def suite(
 
     \b
     Suites: smoke (quick, for CI), catalog (every catalog scenario), full (the catalog plus
-    the truetime, truetime_ceiling, concurrency and release grids; the default), truetime,
-    concurrency, releases, large (the catalog scenarios tagged large, which no pattern picks:
-    millions of records).
+    the truetime, truetime_ceiling, concurrency, markers and release grids; the default),
+    truetime, concurrency, markers, releases, large (the catalog scenarios tagged large,
+    which no pattern picks: millions of records).
     Each caught known-bad run is shrunk to its minimal counterexample (counterexample.toml,
     .json, .txt in its run folder) unless --no-minimize.
     Exit code 0 when every run's verdict matches its expectation, 1 when one does not (or a

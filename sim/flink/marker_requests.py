@@ -58,7 +58,11 @@ def staged_writer(
 def send_markers(server: MarkerServer, requests: MarkerRequests) -> Generator[Any, Any, None]:
     """Create each marker on ``server`` and wait for its answer before the next."""
     for instant_time, name in requests.names:
-        yield server.create_marker(instant_time, name)
+        asked_ms = server.env.now
+        try:
+            yield server.create_marker(instant_time, name)
+        finally:
+            server.stats.answer_wait_ms += int(server.env.now - asked_ms)
 
 
 def write_after_markers(

@@ -35,6 +35,7 @@ SHORT_RUNS = {  # fixture name -> (catalog scenario, duration_s, storage, [time]
     "ceiling": ("truetime_instant_ceiling", 8, "memory", {}),
     "state": ("flink_state_cow", 40, "memory", {}),
     "bucket": ("bucket_index_cow", 40, "memory", {}),
+    "server_markers": ("timeline_server_markers", 10, "memory", {}),
 }
 
 

@@ -60,6 +60,7 @@ def test_requests_in_one_interval_share_a_batch_answered_after_the_write():
         "batches": 1,
         "duplicates": 0,
         "failed_requests": 0,
+        "answer_wait_ms": 0,
     }
     assert inner.read(f".hoodie/.temp/{INSTANT}/MARKERS.type") == b"TIMELINE_SERVER_BASED"
     assert [m.data_path for m in list_markers(inner, INSTANT)] == ["p=1/a.parquet", "p=1/b.parquet"]
@@ -136,3 +137,22 @@ def test_the_variant_answers_before_the_write_and_a_crash_loses_the_marker():
     server.crash()
     env.run(until=300)
     assert list_markers(inner, INSTANT) == []
+
+
+def test_a_task_sends_its_markers_one_by_one_and_its_wait_is_counted():
+    from sim.flink.marker_requests import MarkerRequests, send_markers
+
+    env, inner, _, server = setup()
+    requests = MarkerRequests()
+    requests.create_if_not_exists(INSTANT, "p=1", "a.parquet", "CREATE")
+    requests.create_if_not_exists(INSTANT, "p=1", "b.parquet", "CREATE")
+    done = env.process(send_markers(server, requests))
+    env.run(until=done)
+    # a: batch at 50 ms, answered at 60; b: asked at 60, batch at 100, answered at 105
+    assert env.now == 105
+    assert server.stats.batches == 2
+    assert server.stats.answer_wait_ms == 105
+    assert read_server_marker_files(inner, INSTANT) == {
+        0: ["p=1/a.parquet.marker.CREATE"],
+        1: ["p=1/b.parquet.marker.CREATE"],
+    }

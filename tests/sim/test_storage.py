@@ -205,3 +205,15 @@ def test_local_storage_without_now_ms_keeps_the_file_system_time(tmp_path):
     storage.create_if_absent("f", b"1")
     (status,) = storage.list_dir("")
     assert status.modified_ms > 1_600_000_000_000  # the file system's (real) time
+
+
+def test_requests_under_the_marker_folder_are_counted_apart(kind, tmp_path):
+    storage = SimStorage(make_inner(kind, tmp_path), now=Now(), rng=Rng(1), latency_ms=5)
+    storage.create_if_absent(".hoodie/.temp/001/p/f.parquet.marker.CREATE", b"")
+    storage.create_if_absent("p/f.parquet", b"x")
+    storage.list_dir(".hoodie/.temp/001/p")
+    summary = storage.summary()
+    assert summary["requests"]["create_if_absent"] == 2
+    assert summary["marker_requests"]["create_if_absent"] == 1
+    assert summary["marker_requests"]["list_dir"] == 1
+    assert summary["marker_request_time_ms"]["create_if_absent"] == 5
