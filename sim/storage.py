@@ -26,6 +26,9 @@ FaultHook = Callable[[str, dict[str, Any]], None]
 Mark = tuple[tuple[int, ...], int, int]
 """A point in a run's storage use: requests by kind, bytes written, bytes read."""
 
+MARKER_PATHS = MARKERS_FOLDER + "/"
+"""Paths under the marker folder, whose requests are also counted apart."""
+
 
 class StorageWriteError(OSError):
     """An injected write failure (e.g. an object store PUT timing out); nothing was written."""
@@ -78,7 +81,7 @@ class SimStorage:
     def _begin(self, kind: str, path: str) -> None:
         self.ops += 1
         self.ops_by_kind[kind] += 1
-        if path.startswith(MARKERS_FOLDER):
+        if path.startswith(MARKER_PATHS) or path == MARKERS_FOLDER:
             self.marker_ops_by_kind[kind] += 1
         self.inner.now_ms = int(self._now())  # type: ignore[attr-defined]
 

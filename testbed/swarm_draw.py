@@ -91,6 +91,10 @@ def _table(rng: Rng) -> dict[str, Any]:
     }
     if rng.bernoulli(0.5):
         table["merge_mode"] = "COMMIT_TIME_ORDERING"
+    if rng.child("storage_profile").bernoulli(0.3):
+        table["storage_profile"] = "object_store"
+    if rng.child("markers").bernoulli(0.5):
+        table["markers"] = "timeline_server"
     return table
 
 

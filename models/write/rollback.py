@@ -14,11 +14,11 @@ file groups, and the pending instant blocks archiving. Hudi's rollback, as its s
    ``TestMarkerBasedRollbackStrategy``). Hudi 1.x marks a new log file ``CREATE``
    (``WriteMarkers.createLogMarkerIfNotExists``); ``APPEND`` log markers come from table
    version 6 writers (``AppendMarkerHandler``), whose rollback appended command blocks instead
-   (not modeled). Requests are told apart by the file's name, whatever the marker type. Beyond
-   the markers we also delete any data file whose name carries the failed instant (the listing
-   fallback of ``ListingBasedRollbackStrategy`` for version 8+):
-   a marker is written before its file, so normally this finds nothing new.
-   The plan is written as ``<r>.rollback.requested`` (Avro ``HoodieRollbackPlan``), then
+   (not modeled). Requests are told apart by the file's name, whatever the marker type. The
+   markers are all the plan reads (Hudi's default ``hoodie.rollback.using.markers``; the
+   strategy lists no partition), either kind of them (:func:`models.write.markers.list_markers`),
+   and only for an instant past ``requested`` (``requestRollback``): a data file whose marker is
+   missing stays behind. The plan is written as ``<r>.rollback.requested`` (Avro ``HoodieRollbackPlan``), then
    ``<r>.rollback.inflight`` (empty, as in the fixture).
 2. **Execute** (``BaseRollbackHelper``): delete the files; a file already gone counts as deleted
    (a retried rollback finds some files deleted).
@@ -44,7 +44,6 @@ failed-writes policy does to concurrent writers, and why NBCC requires ``LAZY`` 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from models.format.rollback_metadata import (
@@ -94,35 +93,16 @@ def _request_for(partition: str, file_name: str, instant_time: str) -> RollbackR
     return RollbackRequest(partition, log.file_id, instant_time, (path,))
 
 
-def _files_named_with(table: HudiTable, instant_time: str) -> Iterator[tuple[str, str]]:
-    """(partition, file name) of every data file whose name carries ``instant_time``."""
-    for partition in table.partitions():
-        for status in table.storage.list_dir(partition):
-            name = status.name
-            try:
-                parsed_time = (
-                    parse_log_file_name(name).instant_time
-                    if name.startswith(".")
-                    else parse_base_file_name(name).instant_time
-                )
-            except FileNameError:
-                continue
-            if parsed_time == instant_time:
-                yield partition, name
-
-
 def plan_rollback(table: HudiTable, failed: Instant) -> RollbackPlan:
-    """The rollback plan of ``failed``: its markers plus data files named with its instant."""
+    """The rollback plan of ``failed``: a request per marker (none for a requested instant,
+    which wrote nothing; ``MarkerBasedRollbackStrategy#getRollbackRequests``)."""
     time = failed.requested_time
     requests: dict[str, RollbackRequest] = {}
-    for marker in list_markers(table.storage, time):
-        request = _request_for(marker.partition, marker.file_name, time)
-        if request is not None:
-            requests[marker.data_path] = request
-    for partition, name in _files_named_with(table, time):
-        request = _request_for(partition, name, time)
-        if request is not None:
-            requests.setdefault(join(partition, name), request)
+    if failed.state is not State.REQUESTED:
+        for marker in list_markers(table.storage, time):
+            request = _request_for(marker.partition, marker.file_name, time)
+            if request is not None:
+                requests[marker.data_path] = request
     return RollbackPlan(InstantInfo(time, failed.action), tuple(requests.values()))
 
 

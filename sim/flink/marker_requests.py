@@ -72,8 +72,8 @@ def write_after_markers(
     writer: TableWriter,
     write: Callable[[TableWriter], T],
 ) -> Generator[Any, Any, T]:
-    """Run ``write`` staged, wait for its reads (from the mark just taken), send its markers,
-    then write its files and wait for that."""
+    """Run ``write`` over a staged storage and wait for the requests it made (its reads), send
+    its markers one by one, then write its files and wait for those requests."""
     mark = storage.usage()
     staging, staged, requests = staged_writer(writer, storage.inner)
     result = write(staging)

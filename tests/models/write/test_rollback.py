@@ -155,14 +155,19 @@ def test_plan_requests_look_like_hudis(tmp_path):
     assert (log_request.file_id, log_request.latest_base_instant) == (FG_B, failed.requested_time)
 
 
-def test_files_named_with_the_failed_instant_go_even_without_a_marker(tmp_path):
+def test_a_data_file_without_a_marker_stays_behind(tmp_path):
+    """Hudi's marker-based rollback reads the markers and lists no partition: a file whose
+    marker is missing is not in the plan (what makes a lost marker a leak)."""
     h = Harness(tmp_path / "t")
     failed = h.start()
-    stat = h.writer.append_log_file(failed, "p=1", FG_A, rows(["a"], 1, 1))
-    (marker,) = list_markers(h.storage, failed.requested_time)
+    kept = h.writer.append_log_file(failed, "p=1", FG_A, rows(["a"], 1, 1))
+    gone = h.writer.append_log_file(failed, "p=2", FG_B, rows(["x"], 1, 1, "p=2"))
+    marker = next(m for m in list_markers(h.storage, failed.requested_time) if m.partition == "p=1")
     h.storage.delete(marker.path)
-    h.rollback(failed)
-    assert stat.path not in h.data_files()
+    done = h.rollback(failed)
+    plan = read_rollback_plan(h.table.active_timeline.read_content(done.requested()))
+    assert plan.files_to_delete() == (gone.path,)
+    assert kept.path in h.data_files() and gone.path not in h.data_files()
 
 
 def test_a_requested_only_instant_is_rolled_back_too(tmp_path):
