@@ -94,7 +94,9 @@ class JobRoles:
     _check_drained: Callable[[], None]
 
     def _operator_coordinator(self, attempt: Attempt) -> OperatorCoordinator:
-        """The operator coordinator of ``attempt``, which creates its write coordinator."""
+        """The operator coordinator of ``attempt``, which creates its write coordinator (and
+        the embedded timeline server's marker handler its write client starts)."""
+        self.marker_server = self._marker_server()
         self._operator = OperatorCoordinator(
             attempt,
             lambda: self._write_coordinator(attempt),
@@ -103,7 +105,6 @@ class JobRoles:
             on_notified=self._check_drained,
             commit_ack_timeout_ms=int(self.spec.commit_ack_timeout_s * 1000),
         )
-        self.marker_server = self._marker_server()
         return self._operator
 
     def _marker_server(self) -> MarkerServer | None:
@@ -125,6 +126,8 @@ class JobRoles:
         client on the coordinator's clock."""
         protocol = self.context.protocol
         writer = self.context.clients.coordinator_writer(attempt.process_name("coordinator"))
+        if self.marker_server is not None:
+            writer.marked_data_paths = self.marker_server.created_and_merged_data_paths
         return WriteCoordinator(
             writer,
             parallelism=self.parallelism,

@@ -34,6 +34,11 @@ import simpy
 
 from models.table_errors import HoodieException, HoodieIOException
 from models.write.marker_dir_state import MarkerDirState, process_marker_creation_requests
+from models.write.markers import (
+    RECONCILED_MARKER_TYPES,
+    created_and_merged_data_paths,
+    parse_marker_name,
+)
 from sim.storage import SimStorage
 
 BATCH_INTERVAL_MS = 50
@@ -118,12 +123,29 @@ class MarkerServer:
         except simpy.Interrupt:
             return
 
+    def created_and_merged_data_paths(self, instant_time: str) -> list[str]:
+        """The data files the folder's ``CREATE``/``MERGE`` markers name, from memory, sorted
+        (``MarkerHandler#getCreateAndMergeMarkers``, what the coordinator's finalize asks)."""
+        if self._down:
+            raise HoodieRemoteException(f"Failed to read the markers of {instant_time}")
+        state = self._state(instant_time)
+        if not state.type_written:  # direct markers: the compactor's, which the model keeps
+            return created_and_merged_data_paths(self.storage, instant_time)
+        names = state.markers
+        markers = [m for name in names if (m := parse_marker_name(name, "")) is not None]
+        return sorted(m.data_path for m in markers if m.marker_type in RECONCILED_MARKER_TYPES)
+
+    def _state(self, instant_time: str) -> MarkerDirState:
+        """The folder's state, built from its files the first time (``getMarkerDirState``)."""
+        state = self._dirs.get(instant_time)
+        if state is None:
+            state = MarkerDirState(self.storage, instant_time, self.num_threads)
+            self._dirs[instant_time] = state
+        return state
+
     def _dispatch_round(self) -> None:
         for instant_time in list(self._pending):
-            state = self._dirs.get(instant_time)
-            if state is None:
-                state = MarkerDirState(self.storage, instant_time, self.num_threads)
-                self._dirs[instant_time] = state
+            state = self._state(instant_time)
             index = state.next_file_index()
             if index is None:
                 continue

@@ -16,21 +16,31 @@ marker listing per commit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from models.format.commit_metadata import WriteStat
 from models.storage import Storage
 from models.write.markers import RECONCILED_MARKER_TYPES, created_and_merged_data_paths
 
 
-def finalize_write(storage: Storage, instant_time: str, stats: Iterable[WriteStat]) -> list[str]:
+def finalize_write(
+    storage: Storage,
+    instant_time: str,
+    stats: Iterable[WriteStat],
+    marked: Callable[[str], list[str]] | None = None,
+) -> list[str]:
     """Delete the data files ``instant_time`` created that ``stats`` do not list; return them.
 
     Hudi's ``reconcileAgainstMarkers``: the instant's ``CREATE``/``MERGE`` markers name every file
-    it created, the write stats name the files it commits. Idempotent (a retried commit finalizes
-    again; a file already gone counts as deleted)."""
+    it created (``marked``, ``WriteMarkers#createdAndMergedDataPaths``: read from storage unless
+    given, as a timeline server answers from memory), the write stats name the files it commits.
+    Idempotent (a retried commit finalizes again; a file already gone counts as deleted)."""
     listed = {s.path for s in stats}
-    invalid = [p for p in created_and_merged_data_paths(storage, instant_time) if p not in listed]
+    if marked is None:
+        paths = created_and_merged_data_paths(storage, instant_time)
+    else:
+        paths = marked(instant_time)
+    invalid = [p for p in paths if p not in listed]
     for path in invalid:
         storage.delete(path)
     return invalid

@@ -97,6 +97,9 @@ class TableWriter:
         self.markers: WriteMarkers = DirectWriteMarkers(self.storage)
         """How the write handles create markers (direct unless the simulator sends them to a
         timeline server)."""
+        self.marked_data_paths: Callable[[str], list[str]] | None = None
+        """Where finalizing reads an instant's marked data files (None: from storage; the
+        simulator's timeline server answers from memory)."""
         self._schemas: dict[str, str] = {}  # instant -> Avro schema of its data columns
         self._default_schema = (
             avro_schema_for(data_schema, *self._avro_names()) if data_schema is not None else None
@@ -164,7 +167,7 @@ class TableWriter:
     def finalize_write(self, instant_time: str, stats: Iterable[WriteStat]) -> list[str]:
         """Delete the data files ``instant_time`` created that ``stats`` do not list; return them
         (:func:`models.write.finalize.finalize_write`)."""
-        return finalize_write(self.storage, instant_time, stats)
+        return finalize_write(self.storage, instant_time, stats, self.marked_data_paths)
 
     # --- data files -----------------------------------------------------------------------------
 
