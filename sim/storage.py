@@ -14,6 +14,7 @@ every surviving writer can finish.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from models.storage import FileStatus, Storage
@@ -28,6 +29,15 @@ Mark = tuple[tuple[int, ...], int, int]
 
 MARKER_PATHS = MARKERS_FOLDER + "/"
 """Paths under the marker folder, whose requests are also counted apart."""
+
+
+@dataclass
+class _Counters:
+    """One process's requests by kind and bytes moved."""
+
+    ops_by_kind: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REQUEST_KINDS, 0))
+    bytes_written: int = 0
+    bytes_read: int = 0
 
 
 class StorageWriteError(OSError):
@@ -58,6 +68,7 @@ class SimStorage:
         on_fault: FaultHook | None = None,
         latency_ms: int = 0,
         profile: StorageProfile | None = None,
+        active: Callable[[], object] | None = None,
     ) -> None:
         if not 0.0 <= write_failure <= 1.0:
             raise ValueError(f"write_failure must be in [0, 1], got {write_failure!r}")
@@ -77,13 +88,27 @@ class SimStorage:
         self.bytes_written = 0
         self.bytes_read = 0
         self.write_failures = 0
+        self._active = active
+        self._own: dict[object, _Counters] = {}  # process -> its own requests, when it asked
 
     def _begin(self, kind: str, path: str) -> None:
         self.ops += 1
         self.ops_by_kind[kind] += 1
         if path.startswith(MARKER_PATHS) or path == MARKERS_FOLDER:
             self.marker_ops_by_kind[kind] += 1
+        if self._own and (own := self._owner()) is not None:
+            own.ops_by_kind[kind] += 1
         self.inner.now_ms = int(self._now())  # type: ignore[attr-defined]
+
+    def _owner(self) -> _Counters | None:
+        return self._own.get(self._active()) if self._active is not None else None
+
+    def _moved(self, written: int, read: int) -> None:
+        self.bytes_written += written
+        self.bytes_read += read
+        if self._own and (own := self._owner()) is not None:
+            own.bytes_written += written
+            own.bytes_read += read
 
     def _maybe_fail(self, path: str) -> None:
         failed = self.rng.bernoulli(self.write_failure)
@@ -99,18 +124,18 @@ class SimStorage:
         self._begin("create_if_absent", path)
         self._maybe_fail(path)
         self.inner.create_if_absent(path, data)
-        self.bytes_written += len(data)
+        self._moved(len(data), 0)
 
     def write(self, path: str, data: bytes) -> None:
         self._begin("write", path)
         self._maybe_fail(path)
         self.inner.write(path, data)
-        self.bytes_written += len(data)
+        self._moved(len(data), 0)
 
     def read(self, path: str) -> bytes:
         self._begin("read", path)
         data = self.inner.read(path)
-        self.bytes_read += len(data)
+        self._moved(0, len(data))
         return data
 
     def exists(self, path: str) -> bool:
@@ -149,6 +174,34 @@ class SimStorage:
         return self.profile.request_ms(since) + self.profile.transfer_ms(
             self.bytes_written - written, self.bytes_read - read
         )
+
+    def own_usage(self) -> Mark:
+        """A mark of the requests and bytes of the running process alone (it is counted apart
+        from now on, until :meth:`forget_own`), for :meth:`own_latency_since`: the I/O of a
+        step that waits in between (the compactor's commit takes the lock), without what other
+        processes did meanwhile."""
+        if self._active is None:
+            return self.usage()
+        own = self._own.setdefault(self._active(), _Counters())
+        return (tuple(own.ops_by_kind.values()), own.bytes_written, own.bytes_read)
+
+    def own_latency_since(self, mark: Mark) -> int:
+        """Simulated time the running process's requests since ``mark`` take together."""
+        own = self._owner()
+        if own is None:
+            return self.latency_since(mark)
+        counts, written, read = mark
+        since = {
+            k: n - before for (k, n), before in zip(own.ops_by_kind.items(), counts, strict=True)
+        }
+        return self.profile.request_ms(since) + self.profile.transfer_ms(
+            own.bytes_written - written, own.bytes_read - read
+        )
+
+    def forget_own(self) -> None:
+        """Stop counting the running process apart."""
+        if self._active is not None:
+            self._own.pop(self._active(), None)
 
     def summary(self) -> dict[str, object]:
         """The run's storage use for ``result.json``: requests and their time by kind, bytes

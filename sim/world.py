@@ -101,6 +101,7 @@ class World:
             profile=storage_profile(
                 scenario.table.storage_profile, scenario.sim.storage_latency_ms
             ),
+            active=lambda: self.env.active_process,
         )
         self.lock = SimLock(
             self.env, "table-lock", latency_ms=lambda: scenario.time.lock_latency_ms

@@ -78,18 +78,20 @@ class Compactor:
         ``CompactionCommitSink``)."""
         me, storage = self.process, self.storage
         self.history.invoke(me, "compaction", {"instant": scheduled.requested_time})
-        marks = [storage.usage()]
+        marks = [storage.own_usage()]  # its own I/O: the commit waits for the lock between
 
         def written_ms() -> int:  # the base files' I/O, charged before the commit
-            marks.append(storage.usage())
-            return storage.latency_since(marks[0])
+            marks.append(storage.own_usage())
+            return storage.own_latency_since(marks[0])
 
         steps = self.new_writer().run_compaction(scheduled, written_ms)
         try:
             done = yield from drive(attempt.env, steps, owner=me)
+            commit_ms = storage.own_latency_since(marks[-1])
         finally:
             self.compacting = False
-        yield attempt.env.timeout(storage.latency_since(marks[-1]))  # the commit's own I/O
+            storage.forget_own()
+        yield attempt.env.timeout(commit_ms)  # the commit's own I/O
         self.history.ok(
             me,
             "compaction",

@@ -217,3 +217,39 @@ def test_requests_under_the_marker_folder_are_counted_apart(kind, tmp_path):
     assert summary["marker_requests"]["create_if_absent"] == 1
     assert summary["marker_requests"]["list_dir"] == 1
     assert summary["marker_request_time_ms"]["create_if_absent"] == 5
+
+
+def test_a_process_counts_its_own_requests_apart_from_the_others():
+    """The compactor's commit waits for the lock: what other processes do meanwhile is not its
+    I/O (``own_usage`` / ``own_latency_since``)."""
+    import simpy
+
+    env = simpy.Environment()
+    storage = SimStorage(
+        InMemoryStorage(),
+        now=lambda: int(env.now),
+        rng=Rng(1),
+        latency_ms=5,
+        active=lambda: env.active_process,
+    )
+    seen: dict[str, int] = {}
+
+    def slow():
+        mark = storage.own_usage()
+        storage.create_if_absent("a", b"x")
+        yield env.timeout(10)
+        storage.read("a")
+        seen["own"] = storage.own_latency_since(mark)
+        storage.forget_own()
+
+    def busy():
+        yield env.timeout(5)
+        for i in range(3):
+            storage.create_if_absent(f"b{i}", b"y")
+
+    mark = storage.usage()
+    env.process(slow())
+    env.process(busy())
+    env.run()
+    assert seen["own"] == 10  # its create and read, 5 ms each; not the other's three creates
+    assert storage.latency_since(mark) == 25
