@@ -225,6 +225,8 @@ def swarm_parameters(scenario: Scenario) -> dict[str, str]:
     features = {
         "table.type": table.type,
         "table.merge_mode": table.merge_mode,
+        "table.storage_profile": table.storage_profile,
+        "table.markers": table.markers,
         "table.partitions": str(table.partitions),
         "table.buckets_per_partition": str(table.buckets_per_partition),
         "time.clock_skew": _on(time.clock_skew_ms),
