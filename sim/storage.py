@@ -40,6 +40,21 @@ class _Counters:
     bytes_read: int = 0
 
 
+def _elapsed_ms(
+    profile: StorageProfile,
+    mark: Mark,
+    ops_by_kind: dict[str, int],
+    bytes_written: int,
+    bytes_read: int,
+) -> int:
+    """Simulated time of the requests and bytes counted since ``mark``."""
+    counts, written, read = mark
+    since = {k: n - before for (k, n), before in zip(ops_by_kind.items(), counts, strict=True)}
+    return profile.request_ms(since) + profile.transfer_ms(
+        bytes_written - written, bytes_read - read
+    )
+
+
 class StorageWriteError(OSError):
     """An injected write failure (e.g. an object store PUT timing out); nothing was written."""
 
@@ -167,12 +182,8 @@ class SimStorage:
 
     def latency_since(self, mark: Mark) -> int:
         """Simulated time the requests since ``mark`` (from :meth:`usage`) take together."""
-        counts, written, read = mark
-        since = {
-            k: n - before for (k, n), before in zip(self.ops_by_kind.items(), counts, strict=True)
-        }
-        return self.profile.request_ms(since) + self.profile.transfer_ms(
-            self.bytes_written - written, self.bytes_read - read
+        return _elapsed_ms(
+            self.profile, mark, self.ops_by_kind, self.bytes_written, self.bytes_read
         )
 
     def own_usage(self) -> Mark:
@@ -190,13 +201,7 @@ class SimStorage:
         own = self._owner()
         if own is None:
             return self.latency_since(mark)
-        counts, written, read = mark
-        since = {
-            k: n - before for (k, n), before in zip(own.ops_by_kind.items(), counts, strict=True)
-        }
-        return self.profile.request_ms(since) + self.profile.transfer_ms(
-            own.bytes_written - written, own.bytes_read - read
-        )
+        return _elapsed_ms(self.profile, mark, own.ops_by_kind, own.bytes_written, own.bytes_read)
 
     def forget_own(self) -> None:
         """Stop counting the running process apart."""

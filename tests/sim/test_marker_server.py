@@ -42,13 +42,20 @@ def ask(env, server, name, log, instant=INSTANT):
     env.process(task())
 
 
+def ask_then_ask(env, server, first: str, second: str, *, second_at: int, until: int) -> list:
+    """``first`` at once, ``second`` at ``second_at`` ms; the log once ``until`` is reached."""
+    log: list = []
+    ask(env, server, first, log)
+    env.run(until=second_at)
+    ask(env, server, second, log)
+    env.run(until=until)
+    return log
+
+
 def test_requests_in_one_interval_share_a_batch_answered_after_the_write():
     env, inner, _, server = setup()
-    log = []
-    ask(env, server, "p=1/a.parquet.marker.CREATE", log)
-    env.run(until=10)
-    ask(env, server, "p=1/b.parquet.marker.CREATE", log)
-    env.run(until=200)
+    a, b = "p=1/a.parquet.marker.CREATE", "p=1/b.parquet.marker.CREATE"
+    log = ask_then_ask(env, server, a, b, second_at=10, until=200)
     both = ["p=1/a.parquet.marker.CREATE", "p=1/b.parquet.marker.CREATE"]
     # batch at 50 ms; MARKERS.type and MARKERS0 written (two requests of 5 ms each)
     assert log == [
@@ -78,11 +85,8 @@ def test_a_duplicate_is_answered_false():
 
 def test_later_batches_take_the_next_worker_file():
     env, inner, _, server = setup()
-    log = []
-    ask(env, server, "a.parquet.marker.CREATE", log)
-    env.run(until=80)
-    ask(env, server, "b.parquet.marker.CREATE", log)
-    env.run(until=300)
+    a, b = "a.parquet.marker.CREATE", "b.parquet.marker.CREATE"
+    log = ask_then_ask(env, server, a, b, second_at=80, until=300)
     assert read_server_marker_files(inner, INSTANT) == {
         0: ["a.parquet.marker.CREATE"],
         1: ["b.parquet.marker.CREATE"],
