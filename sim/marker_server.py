@@ -16,7 +16,9 @@ TIMELINE_SERVER_BASED`` the write tasks send every marker to it (``TimelineServe
   (``MarkerDirState#processMarkerCreationRequests``); a failed write fails them and drops their
   names (apache/hudi#19368);
 - a folder's state is built from its files the first time a request names it
-  (``MarkerDirState#syncMarkersFromFileSystem``), so a restarted server knows what was written.
+  (``MarkerDirState#syncMarkersFromFileSystem``), so a restarted server knows what was written;
+- the coordinator's finalize asks it for an instant's created and merged files, answered from
+  memory (``MarkerHandler#getCreateAndMergeMarkers``).
 
 The server lives and dies with the coordinator (a JobManager failover starts a new one with
 nothing in memory); its requests then fail, as HTTP requests to a dead server do.
