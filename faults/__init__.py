@@ -16,7 +16,9 @@ from faults import (
     lose_ack,
     pause,
     rescale,
+    restore_crash,
     storage_failure,
+    taskmanager_pause,
     write_error,
 )
 from faults.base import FaultKind, Hook
@@ -32,6 +34,8 @@ KINDS: tuple[FaultKind, ...] = (
     pause.KIND,
     rescale.KIND,
     write_error.KIND,
+    restore_crash.KIND,
+    taskmanager_pause.KIND,
 )
 """Every kind, in the order the nemesis applies notification kinds (a lost notification is not
 also delayed or duplicated) and explore draws them."""

@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn
 
-Hook = Literal["timed", "notification", "checkpoint", "storage_write", "flush"]
+Hook = Literal[
+    "timed", "notification", "checkpoint", "storage_write", "flush", "restore", "instant"
+]
 """When the nemesis fires a scheduled entry of a kind:
 
 - ``timed``: at ``at_s`` exactly (:meth:`FaultKind.fire`);
@@ -39,7 +41,10 @@ Hook = Literal["timed", "notification", "checkpoint", "storage_write", "flush"]
 - ``storage_write``: on the first storage write at or after ``at_s`` by the target process (or by
   any process of the target job);
 - ``flush``: on the first flush with records that the target write task starts at or after
-  ``at_s``.
+  ``at_s``;
+- ``restore``: on the first restore (start) of the target write task at or after ``at_s``,
+  before it sends its bootstrap event;
+- ``instant``: on the first instant the target job's coordinator starts at or after ``at_s``.
 """
 
 MS_PER_HOUR = 3_600_000

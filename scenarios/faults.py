@@ -125,10 +125,17 @@ class FaultSpec(Spec):
     """Rate of write-task pauses per hour (a long GC of a TaskManager), each on one write task of
     a random job."""
     pause_max_ms: integer_in(1, MS_PER_HOUR) = 2000
-    """Upper bound of a random pause (either rate): uniform in [1, pause_max_ms]."""
+    """Upper bound of a random pause (any pause rate): uniform in [1, pause_max_ms]."""
     write_error_per_hour: PerHour = 0.0
     """Rate of record write errors per hour: each arms one random write task of a random job,
     whose next flush with records then fails its first record (kind ``write_error``)."""
+    restore_crash_per_hour: PerHour = 0.0
+    """Rate of crashes at restore per hour: each arms one random write task of a random job,
+    which fails at its next restore, before its bootstrap event (kind ``restore_crash``)."""
+    taskmanager_pause_per_hour: PerHour = 0.0
+    """Rate of TaskManager pauses per hour: each arms a random job, whose write tasks all stop
+    for a random time in [1, pause_max_ms] from the next instant its coordinator starts (kind
+    ``taskmanager_pause``)."""
     schedule: Annotated[tuple[ScheduledFault, ...], Field(strict=False)] = ()
     """Explicit faults at fixed times (``[[faults.schedule]]``), replayed exactly."""
 

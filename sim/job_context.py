@@ -21,7 +21,8 @@ from sim.table_services import TableServices
 class JobFaults(CheckpointFaults, Protocol):
     """The nemesis's hooks a job's roles fire: every process names itself when it starts, the
     checkpoint coordinator asks about checkpoint and notification faults, a write task about
-    record write errors."""
+    record write errors and failures at its restore, the operator coordinator tells of each
+    instant it starts."""
 
     def name_process(self, name: str) -> None:
         """The running simpy process is ``name`` in the history."""
@@ -29,6 +30,15 @@ class JobFaults(CheckpointFaults, Protocol):
 
     def record_errors(self, process: str) -> int:
         """How many records of the flush the write task ``process`` starts now fail."""
+        ...
+
+    def restore_fails(self, process: str) -> bool:
+        """Whether the write task ``process``, restoring now, fails before its bootstrap event
+        (the nemesis has failed it over already)."""
+        ...
+
+    def instant_started(self, job: str) -> None:
+        """The coordinator of ``job`` started an instant."""
         ...
 
 

@@ -104,6 +104,7 @@ class JobRoles:
             compaction=self.compactor,
             on_notified=self._check_drained,
             commit_ack_timeout_ms=int(self.spec.commit_ack_timeout_s * 1000),
+            on_instant_started=lambda: self.context.faults.instant_started(self.name),
         )
         return self._operator
 
@@ -208,6 +209,7 @@ class JobRoles:
                 and not spec.write_ignore_failed,
             ),
             marker_server=self.marker_server,
+            restore_fails=self.context.faults.restore_fails,
         )
 
     def _bucket_index(self, attempt: Attempt, task_id: int) -> TaskBucketIndex | None:

@@ -19,6 +19,10 @@ its module in ``faults/``; when it fires is its hook, kept here:
   entry up).
 - the storage-write kind ``storage_failure`` fails the first storage write at or after ``at_s``
   made by the target process (or by any process of the target job).
+- the restore kind ``restore_crash`` fails the target write task at its first restore at or
+  after ``at_s``, before its bootstrap event; the instant kind ``taskmanager_pause`` pauses
+  every write task of the target job from the first instant its coordinator starts at or after
+  ``at_s``.
 - the flush kind ``write_error`` fails the first records of the first flush with records the
   target write task starts at or after ``at_s``. Processes are told apart by
   simpy's ``active_process``, which :meth:`Nemesis.name_process` maps to its history name.
@@ -27,9 +31,7 @@ Faults stop when the run drains (``duration_s``): an entry that has not fired by
 Every fault is a history event of process ``nemesis``; a scheduled one carries ``"schedule": i``,
 its index in ``[[faults.schedule]]``, so a violation can be traced back to the entry behind it.
 
-Randomness: the random faults draw from their own named streams (``crash:writer``,
-``crash:coordinator``, ``nemesis/clock_jump``, ``nemesis/rescale``, ``nemesis/pause``,
-``nemesis/pause:writer``, ``nemesis/write_error``);
+Randomness: the random faults (:mod:`sim.random_faults`) draw from their own named streams;
 scheduled faults draw nothing, so adding or removing an entry never moves a random draw.
 """
 
@@ -42,17 +44,16 @@ from weakref import WeakKeyDictionary
 import simpy
 
 from faults import fault_kind, kinds_with_hook
-from faults.base import NotificationFate, named_targets
-from scenarios.schema import ScheduledFault, fault_targets
+from faults.base import NotificationFate
+from scenarios.schema import ScheduledFault
 from sim.flink.runtime import task_index
 from sim.pauses import PausableEnvironment
+from sim.random_faults import RandomFaults
 from sim.storage import SimStorage, StorageWriteError
 
 if TYPE_CHECKING:
-    from sim.rng import Rng
     from sim.world import World
 
-MS_PER_HOUR = 3_600_000
 NOTIFICATION = "CheckpointComplete"
 """How a checkpoint-complete notification is described in fault events (as the channel does)."""
 
@@ -62,7 +63,7 @@ def at_ms(entry: ScheduledFault) -> int:
     return round(entry.at_s * 1000)
 
 
-class Nemesis:
+class Nemesis(RandomFaults):
     """The faults of one :class:`sim.world.World`; the world and its jobs call the hooks. Each
     kind's own rule is its module in ``faults/``; this class is the :class:`faults.base.NemesisPort`
     they act through and decides *when* they fire (their :data:`faults.base.Hook`)."""
@@ -78,7 +79,7 @@ class Nemesis:
         self._pending: dict[str, list[tuple[int, ScheduledFault]]] = {}
         for index, entry in enumerate(self.faults.schedule):
             self._pending.setdefault(entry.kind, []).append((index, entry))
-        self._armed: dict[str, int] = {}  # random write errors per write task, not hit yet
+        self.armed: dict[tuple[str, str], list[dict[str, Any]]] = {}
 
     # --- processes ----------------------------------------------------------------------------
 
@@ -86,20 +87,7 @@ class Nemesis:
         """Start the fault processes (call once, after the jobs started)."""
         self.jobs_by_name = {job.name: job for job in jobs}
         faults = self.faults
-        if faults.writer_crash_per_hour > 0:
-            self.env.process(self._random_crashes("writer", faults.writer_crash_per_hour))
-        if faults.coordinator_crash_per_hour > 0:
-            self.env.process(self._random_crashes("coordinator", faults.coordinator_crash_per_hour))
-        if faults.clock_jump_per_hour > 0 and faults.clock_jump_ms > 0:
-            self.env.process(self._random_clock_jumps(faults.clock_jump_per_hour))
-        if faults.rescale_per_hour > 0:
-            self.env.process(self._random_rescales(faults.rescale_per_hour))
-        if faults.pause_per_hour > 0:
-            self.env.process(self._random_pauses(faults.pause_per_hour))
-        if faults.writer_pause_per_hour > 0:
-            self.env.process(self._random_writer_pauses(faults.writer_pause_per_hour))
-        if faults.write_error_per_hour > 0:
-            self.env.process(self._random_write_errors(faults.write_error_per_hour))
+        self.start_random()
         timed_kinds = {kind.name for kind in kinds_with_hook("timed")}
         timed = [
             (at_ms(entry), index, entry)
@@ -108,103 +96,6 @@ class Nemesis:
         ]
         if timed:
             self.env.process(self._timed(sorted(timed, key=lambda item: item[:2])))
-
-    @property
-    def active(self) -> bool:
-        """Faults fire until the run drains."""
-        return not self.world.draining
-
-    def _poisson(
-        self, rng: Rng, per_hour: float, fire_one: Callable[[Rng], None]
-    ) -> Generator[Any, Any, None]:
-        """Call ``fire_one`` as a Poisson process of ``per_hour`` events until the run drains;
-        each call draws its target from ``rng`` after the wait."""
-        rate_per_ms = per_hour / MS_PER_HOUR
-        while True:
-            yield self.env.timeout(max(1, int(rng.expovariate(rate_per_ms))))
-            if not self.active:
-                return
-            fire_one(rng)
-
-    def _random_crashes(self, kind: str, per_hour: float) -> Generator[Any, Any, None]:
-        """Crash a random job's writer or coordinator."""
-        jobs = list(self.jobs_by_name.values())
-
-        def crash_one(rng: Rng) -> None:
-            job = jobs[rng.randint(0, len(jobs) - 1)]
-            target = (
-                f"{job.name}/task-{rng.randint(0, job.parallelism - 1)}"
-                if kind == "writer"
-                else f"{job.name}/coordinator"
-            )
-            fault_kind("crash").fire(self, target, {}, None)
-
-        return self._poisson(self.world.rng.child(f"crash:{kind}"), per_hour, crash_one)
-
-    def _random_clock_jumps(self, per_hour: float) -> Generator[Any, Any, None]:
-        """Step a random instant-time clock by a non-zero amount within +-clock_jump_ms."""
-        targets = fault_targets(self.world.scenario, "clock_jump")
-        bound = self.faults.clock_jump_ms
-
-        def jump_one(rng: Rng) -> None:
-            target = rng.choice(targets)
-            delta_ms = rng.randint(1, bound) * rng.choice((-1, 1))
-            fault_kind("clock_jump").fire(self, target, {"delta_ms": delta_ms}, None)
-
-        return self._poisson(
-            self.world.rng.child("nemesis").child("clock_jump"), per_hour, jump_one
-        )
-
-    def _random_rescales(self, per_hour: float) -> Generator[Any, Any, None]:
-        """Rescale a random job to a random parallelism in [1, rescale_max_writers]."""
-        jobs = list(self.jobs_by_name)
-
-        def rescale_one(rng: Rng) -> None:
-            target = jobs[rng.randint(0, len(jobs) - 1)]
-            writers = rng.randint(1, self.faults.rescale_max_writers)
-            fault_kind("rescale").fire(self, target, {"writers": writers}, None)
-
-        return self._poisson(
-            self.world.rng.child("nemesis").child("rescale"), per_hour, rescale_one
-        )
-
-    def _random_pauses(self, per_hour: float) -> Generator[Any, Any, None]:
-        """Pause a random coordinator or compactor for a random time in [1, pause_max_ms]."""
-        targets = named_targets(fault_kind("pause"), self.world.scenario)
-
-        def pause_one(rng: Rng) -> None:
-            target = rng.choice(targets)
-            duration_ms = rng.randint(1, self.faults.pause_max_ms)
-            fault_kind("pause").fire(self, target, {"duration_ms": duration_ms}, None)
-
-        return self._poisson(self.world.rng.child("nemesis").child("pause"), per_hour, pause_one)
-
-    def _random_writer_pauses(self, per_hour: float) -> Generator[Any, Any, None]:
-        """Pause a random job's random write task (of its parallelism now) for a random time in
-        [1, pause_max_ms]."""
-        jobs = list(self.jobs_by_name.values())
-
-        def pause_one(rng: Rng) -> None:
-            job = jobs[rng.randint(0, len(jobs) - 1)]
-            target = f"{job.name}/task-{rng.randint(0, job.parallelism - 1)}"
-            duration_ms = rng.randint(1, self.faults.pause_max_ms)
-            fault_kind("pause").fire(self, target, {"duration_ms": duration_ms}, None)
-
-        stream = self.world.rng.child("nemesis").child("pause:writer")
-        return self._poisson(stream, per_hour, pause_one)
-
-    def _random_write_errors(self, per_hour: float) -> Generator[Any, Any, None]:
-        """Arm one record write error on a random job's random write task (of its parallelism
-        now): its next flush with records fails its first record."""
-        jobs = list(self.jobs_by_name.values())
-
-        def arm_one(rng: Rng) -> None:
-            job = jobs[rng.randint(0, len(jobs) - 1)]
-            target = f"{job.name}/task-{rng.randint(0, job.parallelism - 1)}"
-            self._armed[target] = self._armed.get(target, 0) + 1
-
-        stream = self.world.rng.child("nemesis").child("write_error")
-        return self._poisson(stream, per_hour, arm_one)
 
     def _timed(self, entries: list[tuple[int, int, ScheduledFault]]) -> Generator[Any, Any, None]:
         """Fire the scheduled timed kinds at their times, in schedule order on ties."""
@@ -329,13 +220,52 @@ class Nemesis:
                 records = int(self.faults.schedule[index].option("records") or 1)
                 self.record(kind.event, {"process": process, "records": records}, index)
                 failed += records
-        armed = self._armed.pop(process, 0)
+        armed = 0
+        while self.take_armed("write_error", process) is not None:
+            armed += 1
         if armed:
             self.record(
                 fault_kind("write_error").event, {"process": process, "records": armed}, None
             )
             failed += armed
         return failed
+
+    def restore_fails(self, process: str) -> bool:
+        """As the write task ``process`` restores, before its bootstrap event: whether a
+        ``restore`` kind's entry due for it, or a random one armed on it, fails it now (recorded,
+        and the task failed over)."""
+        if not self.active:
+            return False
+        for kind in kinds_with_hook("restore"):
+            index = self._take(kind.name, lambda e: e.target == process)
+            if index is not None or self.take_armed(kind.name, process) is not None:
+                self.record(kind.event, {"process": process}, index)
+                self._job_of(process).fail(
+                    self._job_of(process).epoch,
+                    f"{process} crashed at restore",
+                    failed_task=task_index(process.split("/", 1)[1]),
+                )
+                return True
+        return False
+
+    def instant_started(self, job: str) -> None:
+        """The coordinator of ``job`` started an instant: an ``instant`` kind's entry due for
+        the job, or a random one armed on it, pauses every write task of the job (recorded)."""
+        if not self.active:
+            return
+        for kind in kinds_with_hook("instant"):
+            index = self._take(kind.name, lambda e: e.target == job)
+            options = (
+                self.faults.schedule[index].options()
+                if index is not None
+                else self.take_armed(kind.name, job)
+            )
+            if options is None:
+                continue
+            duration_ms = int(options["duration_ms"])
+            self.record(kind.event, {"job": job, "duration_ms": duration_ms}, index)
+            for task in range(self.jobs_by_name[job].parallelism):
+                self.pause(f"{job}/task-{task}", duration_ms)
 
     def storage_write(self, storage: SimStorage, path: str) -> None:
         """Before a storage write: raise :class:`StorageWriteError` if a scheduled failure is due

@@ -159,7 +159,8 @@ class OperatorCoordinator:
     coordinator inside is recreated, as ``RecreateOnResetOperatorCoordinator`` does on a reset),
     the write client's table services, the compaction schedule (table-services job only) and
     ``on_notified``, called after each handled notification (the job checks whether it has
-    drained). Tasks reach it through :meth:`deliver`; it reaches each task through the gateway
+    drained), and ``on_instant_started``, called after each instant it starts (the nemesis's
+    ``taskmanager_pause`` hook). Tasks reach it through :meth:`deliver`; it reaches each task through the gateway
     registered by :meth:`subtask_ready`."""
 
     def __init__(
@@ -171,6 +172,7 @@ class OperatorCoordinator:
         compaction: CompactionScheduler | None,
         on_notified: Callable[[], None],
         commit_ack_timeout_ms: int = 300_000,
+        on_instant_started: Callable[[], None] = lambda: None,
     ) -> None:
         self.attempt = attempt
         self.provider = provider
@@ -178,6 +180,7 @@ class OperatorCoordinator:
         self.services = services
         self.compaction = compaction
         self.on_notified = on_notified
+        self.on_instant_started = on_instant_started
         self.mailbox = simpy.Store(attempt.env)
         self.subtasks: dict[int, Gateway] = {}
         self.requests = InstantRequestExecutor(self, commit_ack_timeout_ms)

@@ -102,7 +102,8 @@ class WriteFunction:
     ``base_instants`` is only read by the legacy ``base_instant`` file slicing.
     ``bucket_index`` assigns upserts' file ids as Hudi's bucket-index writer does (None: fixed
     ids). ``record_failures`` is what happens to records a write handle fails to write (None:
-    none fails)."""
+    none fails). ``restore_fails(task)`` is the nemesis's ``restore_crash`` hook, asked as the
+    task restores: True when it has failed the task over before its bootstrap event."""
 
     def __init__(
         self,
@@ -122,6 +123,7 @@ class WriteFunction:
         commit_ack_timeout_ms: int = 300_000,
         record_failures: RecordFailures | None = None,
         marker_server: MarkerServer | None = None,
+        restore_fails: Callable[[str], bool] = lambda process: False,
     ) -> None:
         self.attempt = attempt
         self.task = task
@@ -146,6 +148,7 @@ class WriteFunction:
         self.commit_ack_timeout_ms = commit_ack_timeout_ms
         self.record_failures = record_failures
         self.marker_server = marker_server
+        self.restore_fails = restore_fails
 
     # --- what the other roles call ----------------------------------------------------------
 
@@ -185,6 +188,8 @@ class WriteFunction:
 
     def _process(self, state: TaskState | None) -> Generator[Any, Any, None]:
         epoch, task = self.attempt.epoch, self.task
+        if self.restore_fails(self.me):
+            return  # failed over by the nemesis (restore_crash): no bootstrap event
         bootstrap = self._bootstrap(state)
         if self.bucket_index is not None:
             self.bucket_index.resent(bootstrap)

@@ -3,10 +3,12 @@ answers what the scenario format, the nemesis, explore, minimize and the plots a
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 
 from faults import FAULT_KINDS, KINDS, RANDOM_RATES, canonical_name, fault_kind, kind_of_event
-from faults.base import HistoryContext, NotificationFate, NotificationKind
+from faults.base import HistoryContext, Hook, NotificationFate, NotificationKind
 from scenarios.schema import FaultSpec, parse_scenario
 from tests.sim.test_nemesis import SERVICES_JOB
 from tests.sim.test_world import scenario_toml
@@ -49,7 +51,7 @@ def test_every_kind_has_targets_in_a_scenario_and_a_known_hook():
     for kind in KINDS:
         targets = kind.targets(scenario, scenario.jobs[0])
         assert targets.before or targets.writers, kind.name
-        assert kind.hook in ("timed", "notification", "checkpoint", "storage_write", "flush")
+        assert kind.hook in get_args(Hook)
         assert kind_of_event(kind.event) is kind
 
 

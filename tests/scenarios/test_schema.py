@@ -97,6 +97,8 @@ DEFAULTS: dict[str, Any] = {
     "faults.writer_pause_per_hour": 0,
     "faults.pause_max_ms": 2000,
     "faults.write_error_per_hour": 0,
+    "faults.restore_crash_per_hour": 0,
+    "faults.taskmanager_pause_per_hour": 0,
     "faults.schedule": (),
     "protocol.release": "latest",
     "protocol.file_slicing": "completion_time",

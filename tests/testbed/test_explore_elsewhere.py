@@ -44,6 +44,8 @@ RATES_OF_KIND: dict[str, dict[str, Any]] = {
     "rescale": {"rescale_per_hour": 120},
     "pause": {"pause_per_hour": 120},
     "write_error": {"write_error_per_hour": 120},
+    "restore_crash": {"restore_crash_per_hour": 120},
+    "taskmanager_pause": {"taskmanager_pause_per_hour": 120},
 }
 """The random rate standing in for each kind of hand-placed fault (ACK delays: see
 :func:`random_rates_only`)."""
@@ -94,7 +96,7 @@ def random_rates_only(faults: dict[str, Any], *, ack_delay_ms: int) -> dict[str,
             faults[rate] = max(faults[rate], value)
         if entry["kind"] == "rescale":
             faults["rescale_max_writers"] = max(faults["rescale_max_writers"], entry["writers"])
-        if entry["kind"] == "pause":
+        if entry["kind"] in ("pause", "taskmanager_pause"):
             faults["pause_max_ms"] = max(faults["pause_max_ms"], entry["duration_ms"])
     faults["ack_delay_ms"] = min(faults["ack_delay_ms"], ack_delay_ms)
     return faults
