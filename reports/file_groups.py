@@ -1,18 +1,25 @@
-"""File groups over time under the Flink state index and the bucket index, on the same workload
-(catalog pair ``flink_state_cow`` / ``bucket_index_cow``): a design review's picture of what the
-index choice does to the table's layout.
+"""File groups, their sizes and the index state over time under the Flink state index and the
+bucket index, on the same workload (catalog pair ``flink_state_cow`` / ``bucket_index_cow``): a
+design review's picture of what the index choice does to the table's layout and to the job.
 
 Under the bucket index every key hashes to one of a fixed number of buckets, so the file groups
-are there from the first commits and never grow in number, only in size. Under the state index
-the bucket assigners pack new keys into small files with room and open a new file group when
-none has any (``write.parquet.max.file.size``), so the count keeps growing with the keys. Both
-come from the run folders' histories alone: the data files each completed commit lists.
+are there from the first commits and never grow in number, only in size, and the job keeps no
+key state. Under the state index the bucket assigners pack new keys into small files with room
+and open a new file group when none has any (``write.parquet.max.file.size``), so the count keeps
+growing with the keys while each file group stays near the size limit, and the keyed state holds
+one entry per key, which a restore loads and an index bootstrap rebuilds from the table.
+
+Everything comes from the run folders: the data files each completed commit lists (history),
+each data file's records and bytes (``result.json`` ``data_files``), the keys in the index state
+at each completed checkpoint (``result.json`` ``index``) and the index bootstraps (history).
 """
 
 from __future__ import annotations
 
 import re
+import statistics
 from pathlib import Path
+from typing import Any
 
 from reports.figures import COLORS, Figure, new_figure, save, styled
 from reports.run_data import RunData, load_run, value
@@ -28,56 +35,187 @@ def file_group_of(path: str) -> tuple[str, str] | None:
     return (partition, match.group(1)) if match else None
 
 
+def _commits(run: RunData) -> list[tuple[float, list[str]]]:
+    """(seconds, data files) of every completed commit, in history order."""
+    return [
+        (event.time / 1000, [str(p) for p in value(event).get("files") or []])
+        for event in run.events
+        if event.f == "commit" and event.type == "ok"
+    ]
+
+
 def file_group_counts(run: RunData) -> list[tuple[float, int]]:
     """(seconds, file groups written by completed commits so far), at every commit."""
     seen: set[tuple[str, str]] = set()
     points = []
-    for event in run.events:
-        if event.f != "commit" or event.type != "ok":
-            continue
-        for path in value(event).get("files") or []:
-            group = file_group_of(str(path))
-            if group is not None:
-                seen.add(group)
-        points.append((event.time / 1000, len(seen)))
+    for seconds, files in _commits(run):
+        seen.update(group for path in files if (group := file_group_of(path)) is not None)
+        points.append((seconds, len(seen)))
     return points
 
 
-def plot_state_vs_bucket(state: Path, bucket: Path, out_dir: Path) -> Figure:
-    """File groups over time of the state-index run and the bucket-index run."""
-    runs = {"flink_state": load_run(Path(state)), "bucket": load_run(Path(bucket))}
-    counts = {name: file_group_counts(run) for name, run in runs.items()}
-    figure = new_figure(7.5, 3.2)
-    with styled():
-        ax = figure.add_subplot(1, 1, 1)
-        for name, points in counts.items():
-            color = COLORS["flushing"] if name == "flink_state" else COLORS["commit"]
-            if points:
-                xs, ys = zip(*points, strict=True)
-                ax.step(xs, ys, where="post", color=color, label=f"{name} ({ys[-1]} at the end)")
-        ax.set_xlabel("simulated time (s)")
-        ax.set_ylabel("file groups committed")
-        ax.legend(loc="upper left")
-    final = {name: (points[-1][1] if points else 0) for name, points in counts.items()}
-    keys = {
-        name: int(run.scenario.get("jobs", [{}])[0].get("key_space", 0))
-        for name, run in runs.items()
+def file_group_records(run: RunData) -> list[tuple[float, float, int]]:
+    """(seconds, median, largest) records in a file group's latest base file, over the file
+    groups committed so far, at every commit that wrote base files (``data_files`` records)."""
+    sizes = run.result.get("data_files") or {}
+    latest: dict[tuple[str, str], int] = {}
+    points = []
+    for seconds, files in _commits(run):
+        for path in files:
+            group, records = file_group_of(path), (sizes.get(path) or {}).get("records")
+            if group is not None and records is not None:
+                latest[group] = int(records)
+        if latest:
+            counts = list(latest.values())
+            points.append((seconds, statistics.median(counts), max(counts)))
+    return points
+
+
+def index_state_keys(run: RunData) -> list[tuple[float, int]]:
+    """(seconds, keys in the first job's index state) at each completed checkpoint (empty for a
+    job without key state, such as the bucket index)."""
+    index: dict[str, Any] = run.result.get("index") or {}
+    if not index:
+        return []
+    job, state = next(iter(index.items()))
+    completed = {
+        value(e).get("checkpoint"): e.time / 1000
+        for e in run.events
+        if e.process == f"{job}/checkpoint" and e.f == "checkpoint" and e.type == "ok"
     }
-    caption = (
-        f"The same copy-on-write workload ({keys['flink_state']:,} keys) under the Flink state "
-        f"index ({runs['flink_state'].name}) and the bucket index ({runs['bucket'].name}). The "
-        f"bucket index writes {final['bucket']} file groups from the start (partitions x "
-        f"buckets) and never more; the state index ends with {final['flink_state']}: its bucket "
-        "assigners pack new keys into small files with room and open a new file group when none "
-        "has any, so the count grows with the keys (write.parquet.max.file.size sets the pace)."
+    return [
+        (completed[checkpoint], keys)
+        for checkpoint, keys in state.get("state_keys", [])
+        if checkpoint in completed
+    ]
+
+
+def index_bootstraps(run: RunData) -> list[tuple[int, int]]:
+    """(keys loaded, milliseconds) of each index bootstrap that loaded keys."""
+    return [
+        (int(value(e)["keys"]), int(value(e)["duration_ms"]))
+        for e in run.events
+        if e.f == "index_bootstrap" and e.type == "ok" and value(e).get("keys")
+    ]
+
+
+def _color(name: str) -> str:
+    return COLORS["flushing"] if name == "flink_state" else COLORS["commit"]
+
+
+def _draw(figure: Figure, runs: dict[str, RunData]) -> None:
+    """Three panels: file groups, records per file group, keys in the index state."""
+    count_ax, size_ax, state_ax = (figure.add_subplot(1, 3, i) for i in (1, 2, 3))
+    for name, run in runs.items():
+        if points := file_group_counts(run):
+            xs, ys = zip(*points, strict=True)
+            count_ax.step(xs, ys, where="post", color=_color(name), label=name)
+        if records := file_group_records(run):
+            xs, medians, largest = zip(*records, strict=True)
+            size_ax.step(xs, medians, where="post", color=_color(name), label=f"{name} median")
+            size_ax.step(xs, largest, where="post", color=_color(name), linestyle=":")
+        if keys := index_state_keys(run):
+            xs, ys = zip(*keys, strict=True)
+            state_ax.plot(xs, ys, marker=".", color=_color(name), label=name)
+        else:
+            state_ax.axhline(0, color=_color(name), label=f"{name} (no key state)")
+    for ax, title in (
+        (count_ax, "file groups committed"),
+        (size_ax, "records per file group (dotted: largest)"),
+        (state_ax, "keys in the index state"),
+    ):
+        ax.set_title(title)
+        ax.set_xlabel("simulated time (s)")
+        ax.legend(loc="upper left")
+
+
+def _caption(runs: dict[str, RunData]) -> str:
+    state, bucket = runs["flink_state"], runs["bucket"]
+    final = {n: (p[-1][1] if (p := file_group_counts(r)) else 0) for n, r in runs.items()}
+    median = {n: (p[-1][1] if (p := file_group_records(r)) else 0) for n, r in runs.items()}
+    keys = index_state_keys(state)
+    space = int(state.scenario.get("jobs", [{}])[0].get("key_space", 0))
+    text = (
+        f"The same copy-on-write workload ({space:,} keys) under the Flink state index "
+        f"({state.name}) and the bucket index ({bucket.name}). The bucket index writes "
+        f"{final['bucket']} file groups from the start (partitions x buckets) and never more; "
+        f"each grows to a median of {median['bucket']:,.0f} records. The state index ends with "
+        f"{final['flink_state']}: its bucket assigners pack new keys into small files with room "
+        "and open a new file group when none has any, so the count grows with the keys and each "
+        f"file group stays near write.parquet.max.file.size (median {median['flink_state']:,.0f}"
+        " records). "
     )
+    if keys:
+        text += (
+            f"Its keyed state holds one entry per key it has seen: {keys[-1][1]:,} at the last "
+            "completed checkpoint, which every restore loads; the bucket index keeps none. "
+        )
+    if boots := index_bootstraps(state):
+        loaded, took_ms = max(boots)
+        text += f"Its index bootstrap loaded up to {loaded:,} keys, in {took_ms} ms. "
+    return text.strip()
+
+
+def plot_state_vs_bucket(state: Path, bucket: Path, out_dir: Path) -> Figure:
+    """File groups, records per file group and index state over time, state index vs bucket
+    index."""
+    runs = {"flink_state": load_run(Path(state)), "bucket": load_run(Path(bucket))}
+    figure = new_figure(11, 3.4)
+    with styled():
+        _draw(figure, runs)
     return save(
         figure,
         out_dir,
         "state_vs_bucket",
-        "File groups: Flink state index vs bucket index",
-        caption,
+        "File groups and index state: Flink state index vs bucket index",
+        _caption(runs),
     )
 
 
-__all__ = ["file_group_counts", "file_group_of", "plot_state_vs_bucket"]
+def plot_bootstrap_cost(lost: Path, bootstrap: Path, out_dir: Path) -> Figure:
+    """What the index bootstrap costs and buys: the keys each bootstrap loaded and the time it
+    took, on the run whose assigners restart without their state (``index.bootstrap.enabled``),
+    next to the same run without it (its ``unique_key`` verdict)."""
+    runs = {"without": load_run(Path(lost)), "with": load_run(Path(bootstrap))}
+    boots = index_bootstraps(runs["with"])
+    figure = new_figure(7.5, 3.2)
+    with styled():
+        ax = figure.add_subplot(1, 1, 1)
+        if boots:
+            keys, took_ms = zip(*boots, strict=True)
+            ax.plot(keys, took_ms, marker="o", color=COLORS["flushing"])
+            for loaded, ms in boots:
+                ax.annotate(f"{ms} ms", (loaded, ms), textcoords="offset points", xytext=(4, 4))
+        ax.set_xlabel("keys loaded by the bootstrap")
+        ax.set_ylabel("bootstrap time (ms)")
+    verdicts = {
+        name: (run.result.get("invariants", {}).get("unique_key") or {}).get("ok")
+        for name, run in runs.items()
+    }
+    said = {True: "holds", False: "is violated", None: "was not checked"}
+    caption = (
+        f"{runs['with'].name}: at every start and restore the index bootstrap loads the keys of "
+        "the table's latest committed file slices into the assigners' state, and no record "
+        "passes until it is done (waitForBootstrapReady). "
+        + (
+            f"{len(boots)} bootstraps loaded up to {max(boots)[0]:,} keys and took up to "
+            f"{max(ms for _, ms in boots)} ms, growing with the table. "
+            if boots
+            else "No bootstrap loaded keys. "
+        )
+        + f"unique_key {said[verdicts['with']]} with it; without it ({runs['without'].name}) "
+        f"unique_key {said[verdicts['without']]}: keys the table holds are inserted again "
+        "into other file groups."
+    )
+    return save(figure, out_dir, "index_bootstrap", "Index bootstrap: time vs keys", caption)
+
+
+__all__ = [
+    "file_group_counts",
+    "file_group_of",
+    "file_group_records",
+    "index_bootstraps",
+    "index_state_keys",
+    "plot_bootstrap_cost",
+    "plot_state_vs_bucket",
+]

@@ -27,7 +27,7 @@ from reports.comparisons import (
 )
 from reports.distributions import plot_distributions, rows_from_suite_runs
 from reports.figures import Figure
-from reports.file_groups import plot_state_vs_bucket
+from reports.file_groups import plot_bootstrap_cost, plot_state_vs_bucket
 from reports.marker_costs import marker_point, plot_marker_costs
 from reports.page import guarded_plot, img, seed_of
 from reports.run_plots import plot_run
@@ -44,6 +44,7 @@ HEADLINE_PAIRS = (
     ("blocking_vs_async_heavy", "blocking_stalls_heavy", "async_heavy"),
     ("occ_vs_nbcc", "occ_contention", "nbcc_two_jobs"),
     ("state_vs_bucket", "flink_state_cow", "bucket_index_cow"),
+    ("index_bootstrap", "flink_state_lost", "flink_state_bootstrap"),
 )
 """Comparisons drawn when the suite ran both scenarios (catalog names)."""
 
@@ -71,6 +72,7 @@ def headline_plots(suite_dir: Path, runs: list[dict[str, Any]], plots: Path) -> 
         "blocking_vs_async_heavy": partial(plot_blocking_vs_async, name="blocking_vs_async_heavy"),
         "occ_vs_nbcc": plot_occ_vs_nbcc,
         "state_vs_bucket": plot_state_vs_bucket,
+        "index_bootstrap": plot_bootstrap_cost,
     }
     for name, first, second in HEADLINE_PAIRS:
         a = _first_run(plain, first)

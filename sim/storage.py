@@ -17,6 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from models.storage import FileStatus, Storage
 from models.write.markers import MARKERS_FOLDER
 from sim.rng import Rng
@@ -28,6 +31,36 @@ Mark = tuple[tuple[int, ...], int, int]
 """A point in a run's storage use: requests by kind, bytes written, bytes read."""
 
 MARKER_PATHS = MARKERS_FOLDER + "/"
+METADATA_FOLDER = ".hoodie/"
+
+
+@dataclass(frozen=True)
+class DataFileSize:
+    """A data file's size: its bytes, and a base file's rows (None for a log file)."""
+
+    bytes: int
+    records: int | None
+
+
+def base_file_rows(path: str, data: bytes) -> int | None:
+    """The rows of a base file, from its parquet footer (None for any other file, or bytes
+    that are no parquet file)."""
+    if not path.endswith(".parquet"):
+        return None
+    try:
+        return pq.ParquetFile(pa.BufferReader(data)).metadata.num_rows
+    except pa.ArrowInvalid:
+        return None
+
+
+def is_data_file(path: str) -> bool:
+    """Whether ``path`` names a data file (a base file, or a log file ``.<file id>_<instant>
+    .log.<version>_<write token>``) rather than timeline metadata or a marker."""
+    if path.startswith(METADATA_FOLDER):
+        return False
+    return path.endswith(".parquet") or ".log." in path.rpartition("/")[2]
+
+
 """Paths under the marker folder, whose requests are also counted apart."""
 
 
@@ -103,6 +136,8 @@ class SimStorage:
         self.bytes_written = 0
         self.bytes_read = 0
         self.write_failures = 0
+        self.data_files: dict[str, DataFileSize] = {}
+        """The size of every data file written (base and log files), by path."""
         self._active = active
         self._own: dict[object, _Counters] = {}  # process -> its own requests, when it asked
 
@@ -125,6 +160,11 @@ class SimStorage:
             own.bytes_written += written
             own.bytes_read += read
 
+    def _wrote(self, path: str, data: bytes) -> None:
+        self._moved(len(data), 0)
+        if is_data_file(path):
+            self.data_files[path] = DataFileSize(len(data), base_file_rows(path, data))
+
     def _maybe_fail(self, path: str) -> None:
         failed = self.rng.bernoulli(self.write_failure)
         if failed and self.failures_enabled:
@@ -139,13 +179,13 @@ class SimStorage:
         self._begin("create_if_absent", path)
         self._maybe_fail(path)
         self.inner.create_if_absent(path, data)
-        self._moved(len(data), 0)
+        self._wrote(path, data)
 
     def write(self, path: str, data: bytes) -> None:
         self._begin("write", path)
         self._maybe_fail(path)
         self.inner.write(path, data)
-        self._moved(len(data), 0)
+        self._wrote(path, data)
 
     def read(self, path: str) -> bytes:
         self._begin("read", path)

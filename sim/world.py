@@ -75,6 +75,9 @@ class RunOutcome:
     view_options: ViewOptions
     markers: dict[str, object] | None = None
     """The timeline servers' marker requests (``[table] markers = "timeline_server"``)."""
+    index_state: dict[str, list[tuple[int, int]]] | None = None
+    """Per job under the Flink state index: (checkpoint id, keys in its index state) of each
+    completed checkpoint."""
 
 
 class World:
@@ -334,6 +337,11 @@ class World:
         markers = None
         if self.scenario.table.markers == "timeline_server":
             markers = self.marker_stats.summary()
+        index_state = {
+            job.name: job.assigner_snapshots.state_keys
+            for job in self.jobs
+            if job.layout.index == "flink_state"
+        }
         return RunOutcome(
             self.history,
             self.table,
@@ -342,6 +350,7 @@ class World:
             int(self.env.now),
             self.view_options,
             markers,
+            index_state or None,
         )
 
 

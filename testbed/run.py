@@ -134,7 +134,25 @@ def result_json(
         "metrics": compute_metrics(outcome.history.events),
         "storage": storage_summary(outcome.storage),
         "markers": outcome.markers,
+        "data_files": data_files(outcome.storage),
+        "index": (
+            {
+                job: {"state_keys": [list(point) for point in points]}
+                for job, points in outcome.index_state.items()
+            }
+            if outcome.index_state
+            else None
+        ),
     }
+
+
+def data_files(storage: object) -> dict[str, dict[str, int | None]] | None:
+    """Every data file the run wrote, by path: its bytes and a base file's records (None for a
+    storage that does not count them)."""
+    files = getattr(storage, "data_files", None)
+    if files is None:
+        return None
+    return {path: {"bytes": f.bytes, "records": f.records} for path, f in files.items()}
 
 
 def storage_summary(storage: object) -> dict[str, object] | None:

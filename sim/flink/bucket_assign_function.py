@@ -39,6 +39,9 @@ class AssignerSnapshots:
     _by_checkpoint: dict[int, dict[str, Location]] = field(default_factory=dict)
     _written_ms: dict[int, dict[str, int]] = field(default_factory=dict)
     _last_pending: dict[int, str | None] = field(default_factory=dict)
+    state_keys: list[tuple[int, int]] = field(default_factory=list)
+    """(checkpoint id, keys in the index state) of each completed checkpoint: the size of the
+    keyed state a restore from it loads."""
 
     def take(
         self,
@@ -56,6 +59,7 @@ class AssignerSnapshots:
 
     def completed(self, checkpoint_id: int) -> None:
         """Checkpoint ``checkpoint_id`` completed: older snapshots are not restored any more."""
+        self.state_keys.append((checkpoint_id, len(self._by_checkpoint.get(checkpoint_id, {}))))
         for old in [c for c in self._by_checkpoint if c < checkpoint_id]:
             del self._by_checkpoint[old]
             self._written_ms.pop(old, None)

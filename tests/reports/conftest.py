@@ -35,6 +35,8 @@ SHORT_RUNS = {  # fixture name -> (catalog scenario, duration_s, storage, [time]
     "ceiling": ("truetime_instant_ceiling", 8, "memory", {}),
     "state": ("flink_state_cow", 40, "memory", {}),
     "bucket": ("bucket_index_cow", 40, "memory", {}),
+    "state_lost": ("flink_state_lost", 30, "memory", {}),
+    "state_bootstrap": ("flink_state_bootstrap", 30, "memory", {}),
     "server_markers": ("timeline_server_markers", 10, "memory", {}),
 }
 

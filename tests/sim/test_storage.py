@@ -253,3 +253,27 @@ def test_a_process_counts_its_own_requests_apart_from_the_others():
     env.run()
     assert seen["own"] == 10  # its create and read, 5 ms each; not the other's three creates
     assert storage.latency_since(mark) == 25
+
+
+def test_data_files_are_counted_with_a_base_files_records(kind, tmp_path):
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sim.storage import DataFileSize, is_data_file
+
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"k": ["a", "b", "c"]}), buffer)
+    base = "part=p0/f1-0_0-1-0_20260101000001000.parquet"
+    log = "part=p0/.f1-0_20260101000001000.log.1_0-1-0"
+    storage = SimStorage(make_inner(kind, tmp_path), now=Now(), rng=Rng(1))
+    storage.create_if_absent(base, buffer.getvalue())
+    storage.write(log, b"log block")
+    storage.create_if_absent(".hoodie/20260101000001000.commit", b"{}")
+    storage.create_if_absent(".hoodie/.temp/20260101000001000/part=p0/x.parquet.marker.CREATE", b"")
+    assert storage.data_files == {
+        base: DataFileSize(len(buffer.getvalue()), 3),
+        log: DataFileSize(9, None),
+    }
+    assert not is_data_file("part=p0/.hoodie_partition_metadata")

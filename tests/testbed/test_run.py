@@ -82,6 +82,17 @@ def test_run_writes_a_complete_run_folder(tmp_path):
         assert verdict == {"ok": True, "violations": []}
     assert data["metrics"]["jobs"]["job0"]["commits"] > 0
     assert data["metrics"]["events"] == len(history.splitlines())
+    committed = {
+        p
+        for e in read_history(out / "history.jsonl")
+        if e.f == "commit" and e.type == "ok"
+        for p in e.value.get("files") or []
+    }
+    assert committed and committed <= set(data["data_files"])
+    for path, size in data["data_files"].items():
+        assert size["bytes"] > 0
+        assert (size["records"] is None) == (not path.endswith(".parquet"))
+    assert data["index"] is None  # the bucket index keeps no key state
 
     assert f"digest {data['digest']}" in result.stdout
     assert "testbed run " in replay_line(result)
@@ -248,3 +259,19 @@ def test_a_crash_during_the_run_leaves_nothing_behind(tmp_path, monkeypatch):
     with pytest.raises(Boom):
         run_module.run_scenario(scenario, source, tmp_path / "out")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scenario.toml"]
+
+
+def test_a_state_index_run_reports_its_index_state_at_each_checkpoint(tmp_path):
+    text = SCENARIO.replace("key_space = 500", 'key_space = 500\nindex = "flink_state"')
+    out = tmp_path / "state"
+    run_ok(write(tmp_path, text), out)
+    (job,) = result_json(out)["index"].items()
+    completed = [
+        e.value["checkpoint"]
+        for e in read_history(out / "history.jsonl")
+        if e.process == "job0/checkpoint" and e.f == "checkpoint" and e.type == "ok"
+    ]
+    points = job[1]["state_keys"]
+    assert job[0] == "job0" and [c for c, _ in points] == completed
+    keys = [k for _, k in points]
+    assert keys == sorted(keys) and 0 < keys[-1] <= 500
