@@ -18,6 +18,7 @@ from invariants.instant_unique import check_instant_unique
 from invariants.liveness import check_liveness
 from invariants.merge_convergence import check_merge_convergence
 from invariants.no_data_loss import check_no_data_loss
+from invariants.no_orphan_files import check_no_orphan_files
 from invariants.no_uncommitted_read import check_no_uncommitted_read
 from invariants.placement import check_placement
 from invariants.slicing import check_slicing
@@ -41,6 +42,7 @@ CHECKERS: dict[str, Checker] = {
     "liveness": lambda events, _table: check_liveness(events),
     "unique_key": check_unique_key,
     "placement": check_placement,
+    "no_orphan_files": check_no_orphan_files,
 }
 """Invariant name -> checker; the names are those of ``scenarios.schema.INVARIANTS``."""
 

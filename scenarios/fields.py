@@ -23,6 +23,7 @@ INVARIANTS: tuple[str, ...] = (
     "liveness",
     "unique_key",
     "placement",
+    "no_orphan_files",
 )
 """Invariant names an ``[expect] violations`` list may use (docs/protocol.md section 9; the names are
 a public contract). The one list of them: a checker added later appends its name here.

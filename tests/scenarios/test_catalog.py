@@ -46,7 +46,12 @@ EXPECTED = {
     "task_state_lost": ("exactly_once", "no_data_loss"),
     "partial_buffer_snapshot": ("exactly_once", "no_data_loss"),
     "release_1_1_partial_buffers": ("exactly_once", "no_data_loss"),
-    "paused_coordinator_rolled_back": ("exactly_once", "liveness", "no_data_loss"),
+    "paused_coordinator_rolled_back": (
+        "exactly_once",
+        "liveness",
+        "no_data_loss",
+        "no_orphan_files",
+    ),
     "duplicate_bucket_file_id": ("liveness", "merge_convergence", "no_data_loss", "unique_key"),
     "blocked_instant_requests": ("liveness",),
     "release_1_1_blocked_instant_requests": ("liveness",),
@@ -55,6 +60,7 @@ EXPECTED = {
         "liveness",
         "merge_convergence",
         "no_data_loss",
+        "no_orphan_files",
         "no_uncommitted_read",
     ),
     "timeline_overwrite": (
