@@ -6,8 +6,9 @@ Under the bucket index every key hashes to one of a fixed number of buckets, so 
 are there from the first commits and never grow in number, only in size, and the job keeps no
 key state. Under the state index the bucket assigners pack new keys into small files with room
 and open a new file group when none has any (``write.parquet.max.file.size``), so the count keeps
-growing with the keys while each file group stays near the size limit, and the keyed state holds
-one entry per key, which a restore loads and an index bootstrap rebuilds from the table.
+growing with the keys while each file group keeps the keys first written to it, and the keyed
+state holds one entry per key, which a restore loads and an index bootstrap rebuilds from the
+table.
 
 Everything comes from the run folders: the data files each completed commit lists (history),
 each data file's records and bytes (``result.json`` ``data_files``), the keys in the index state
@@ -141,9 +142,9 @@ def _caption(runs: dict[str, RunData]) -> str:
         f"{final['bucket']} file groups from the start (partitions x buckets) and never more; "
         f"each grows to a median of {median['bucket']:,.0f} records. The state index ends with "
         f"{final['flink_state']}: its bucket assigners pack new keys into small files with room "
-        "and open a new file group when none has any, so the count grows with the keys and each "
-        f"file group stays near write.parquet.max.file.size (median {median['flink_state']:,.0f}"
-        " records). "
+        "and open a new file group when none has any, so the count grows with the keys while "
+        "each file group keeps the keys first written to it and their updates (median "
+        f"{median['flink_state']:,.0f} records; write.parquet.max.file.size sets the pace). "
     )
     if keys:
         text += (
