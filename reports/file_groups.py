@@ -187,6 +187,8 @@ def plot_bootstrap_cost(lost: Path, bootstrap: Path, out_dir: Path) -> Figure:
             ax.plot(keys, took_ms, marker="o", color=COLORS["flushing"])
             for loaded, ms in boots:
                 ax.annotate(f"{ms} ms", (loaded, ms), textcoords="offset points", xytext=(4, 4))
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)
         ax.set_xlabel("keys loaded by the bootstrap")
         ax.set_ylabel("bootstrap time (ms)")
     verdicts = {
