@@ -18,7 +18,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from faults.base import FaultKind, HistoryContext, Mark, Targets, Wanted, per_hour
+from faults.base import (
+    FaultKind,
+    HistoryContext,
+    Mark,
+    Targets,
+    Wanted,
+    per_hour,
+    timed_entry,
+)
 
 
 class RestoreCrash(FaultKind):
@@ -32,7 +40,7 @@ class RestoreCrash(FaultKind):
     def from_event(
         self, value: dict[str, Any], at_s: float, context: HistoryContext
     ) -> dict[str, Any] | None:
-        return {"at_s": at_s, "kind": self.name, "target": value["process"]}
+        return timed_entry(self, value, at_s, "process")
 
 
 KIND = RestoreCrash(

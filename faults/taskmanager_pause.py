@@ -28,6 +28,7 @@ from faults.base import (
     Wanted,
     job_target,
     per_hour,
+    timed_entry,
 )
 
 
@@ -43,12 +44,7 @@ class TaskManagerPause(FaultKind):
     def from_event(
         self, value: dict[str, Any], at_s: float, context: HistoryContext
     ) -> dict[str, Any] | None:
-        return {
-            "at_s": at_s,
-            "kind": self.name,
-            "target": value["job"],
-            "duration_ms": value["duration_ms"],
-        }
+        return timed_entry(self, value, at_s, "job")
 
 
 KIND = TaskManagerPause(

@@ -57,8 +57,8 @@ class RandomFaults(NemesisPort):
             (faults.rescale_per_hour, self._random_rescales),
             (faults.pause_per_hour, self._random_pauses),
             (faults.writer_pause_per_hour, self._random_writer_pauses),
-            (faults.write_error_per_hour, self._random_write_errors),
-            (faults.restore_crash_per_hour, self._random_restore_crashes),
+            (faults.write_error_per_hour, lambda r: self._random_task_faults("write_error", r)),
+            (faults.restore_crash_per_hour, lambda r: self._random_task_faults("restore_crash", r)),
             (faults.taskmanager_pause_per_hour, self._random_taskmanager_pauses),
         )
         for per_hour, process in processes:
@@ -155,22 +155,15 @@ class RandomFaults(NemesisPort):
 
         return self._poisson(self._stream("pause:writer"), per_hour, pause_one)
 
-    def _random_write_errors(self, per_hour: float) -> Generator[Any, Any, None]:
-        """Arm one record write error on a random job's random write task (of its parallelism
-        now): its next flush with records fails its first record."""
+    def _random_task_faults(self, kind: str, per_hour: float) -> Generator[Any, Any, None]:
+        """Arm a fault of ``kind`` (``write_error``: its next flush with records fails its first
+        record; ``restore_crash``: it fails at its next restore) on a random job's random write
+        task (of its parallelism now)."""
 
         def arm_one(rng: Rng) -> None:
-            self._arm("write_error", self._random_task(rng), {})
+            self._arm(kind, self._random_task(rng), {})
 
-        return self._poisson(self._stream("write_error"), per_hour, arm_one)
-
-    def _random_restore_crashes(self, per_hour: float) -> Generator[Any, Any, None]:
-        """Arm a crash at restore on a random job's random write task (of its parallelism now)."""
-
-        def arm_one(rng: Rng) -> None:
-            self._arm("restore_crash", self._random_task(rng), {})
-
-        return self._poisson(self._stream("restore_crash"), per_hour, arm_one)
+        return self._poisson(self._stream(kind), per_hour, arm_one)
 
     def _random_taskmanager_pauses(self, per_hour: float) -> Generator[Any, Any, None]:
         """Arm a TaskManager pause of a random length in [1, pause_max_ms] on a random job."""
