@@ -296,8 +296,10 @@ def test_lengths_start_past_the_evidence_and_double_up_to_the_full_run():
 )
 def test_a_catalog_variant_with_a_hand_placed_schedule_ends_minimal(name, tmp_path):
     """Every known-bad variant appears with its minimal counterexample. These
-    catalog scenarios reproduce their bug with two hand-placed faults, both necessary, so the
-    default budget ends with them, 1-minimal, in a short run."""
+    catalog scenarios reproduce their bug with hand-placed faults, each necessary (two for the
+    mini-batch variants; three for apache/hudi#19215: the TaskManager stall, the lost
+    notification, the declined checkpoint), so the default budget ends with them, 1-minimal, in
+    a short run."""
     source = catalog_dir() / f"{name}.toml"
     data = load_scenario(source).model_dump(mode="json")
     data["table"]["storage"] = "memory"
@@ -312,7 +314,7 @@ def test_a_catalog_variant_with_a_hand_placed_schedule_ends_minimal(name, tmp_pa
         verdicts=outcome.result["invariants"],
     )
     assert found is not None and found.minimal and not found.budget_spent
-    assert len(found.candidate.schedule) == len(scenario.faults.schedule) == 2
+    assert len(found.candidate.schedule) == len(scenario.faults.schedule) in (2, 3)
     assert found.candidate.duration_s <= 20
     assert found.runs <= 12
     assert set(found.outcome.violated) <= set(scenario.expect.violations)
