@@ -162,43 +162,8 @@ def test_a_moved_variant_keeps_its_rules_and_changes_its_load(name):
     assert moved.faults.ack_delay_ms <= MODEST_ACK_DELAY_MS
 
 
-NOT_FOUND_ELSEWHERE = {
-    name: reason
-    for names, reason in (
-        (
-            ("partial_buffer_snapshot", "release_1_1_partial_buffers"),
-            "apache/hudi#19215 needs the coordinator's checkpoint to find an instant's buffer "
-            "with every slot empty: granted, and no task's event in yet, a window of ~25 ms after "
-            "the first request of an interval. On the moved load that request comes a third of "
-            "an interval after the barrier, far from the next trigger, at a time set by the load "
-            "(the source emits every 100 ms); a write-task pause holds back only the paused "
-            "task's event (with writer_pause_per_hour = 120: not found in 159 examples, "
-            "2026-11-27), so only a load tuned to it shows it",
-        ),
-        (
-            ("restart_before_bootstrap",),
-            "a writer must fail within the few ms between its restart and its bootstrap event "
-            "reaching the new coordinator: a window random crash times almost never hit (a "
-            "write-task pause over the restart widens it, but pause, JobManager crash and task "
-            "crash must then line up: with writer_pause_per_hour = 120, not found in 184 "
-            "examples, 2026-11-27)",
-        ),
-    )
-    for name in names
-}
-"""Known-bad scenarios the search does not reach on another load, and why (a strict xfail: the
-test fails once one is found, so this list stays true)."""
-
-
-def _searchable(name: str) -> Any:
-    if name in NOT_FOUND_ELSEWHERE:
-        reason = NOT_FOUND_ELSEWHERE[name]
-        return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason))
-    return name
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [_searchable(name) for name in VARIANTS])
+@pytest.mark.parametrize("name", VARIANTS)
 def test_explore_catches_every_known_bad_variant_elsewhere(name, tmp_path):
     """Through the command line, one process per variant; a counterexample that replays to
     the same violation (exit 0).
@@ -212,7 +177,10 @@ def test_explore_catches_every_known_bad_variant_elsewhere(name, tmp_path):
     blocked_instant_requests 45, duplicate_bucket_file_id and release_1_1_duplicate_file_id 55,
     deferred_recommit_lost 165; the findings occ_cow_low 1, paused_coordinator_rolled_back 9,
     rescale_down_lost_events 53. About 35 min of wall time on 2 cores for the 28. Measured
-    later (2026-11-27): flink_state_ttl 2, flink_state_lost 5, release_1_1_write_errors 7."""
+    later (2026-11-27): flink_state_ttl 2, flink_state_lost 5, release_1_1_write_errors 7; with
+    the faults anchored to protocol steps (``restore_crash``, ``taskmanager_pause``) in their
+    catalog scenarios: restart_before_bootstrap 22, partial_buffer_snapshot and
+    release_1_1_partial_buffers 96 (the same search: the switch is the release's)."""
     source = tmp_path / f"{name}_elsewhere.toml"
     source.write_text(tomli_w.dumps(elsewhere(name)))
     summary = explore_cli(source, tmp_path / "search", examples=EXAMPLES, shrink_runs=60)
