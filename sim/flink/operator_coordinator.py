@@ -160,8 +160,8 @@ class OperatorCoordinator:
     the write client's table services, the compaction schedule (table-services job only) and
     ``on_notified``, called after each handled notification (the job checks whether it has
     drained), and ``on_instant_started``, called after each instant it starts (the nemesis's
-    ``taskmanager_pause`` hook). Tasks reach it through :meth:`deliver`; it reaches each task through the gateway
-    registered by :meth:`subtask_ready`."""
+    ``taskmanager_pause`` hook). Tasks reach it through :meth:`deliver`; it reaches each task
+    through the gateway registered by :meth:`subtask_ready`."""
 
     def __init__(
         self,
