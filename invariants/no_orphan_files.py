@@ -1,9 +1,9 @@
 """Invariant ``no_orphan_files`` (docs/protocol.md section 9): every data file the table holds at
 the end of the run is either listed by a completed instant's commit metadata or was written by an
 instant still pending on the timeline. A file of an instant that was rolled back, or of a
-completed instant that does not list it, is an orphan: the rollback (``MarkerBasedRollbackStrategy``)
-and the commit's finalize (``HoodieTable#reconcileAgainstMarkers``) find the files an instant
-wrote through its markers, so an orphan means a marker went missing, or a file was written after
+completed instant that does not list it, is an orphan: the rollback
+(``MarkerBasedRollbackStrategy``) and the commit's finalize (``HoodieTable#reconcileAgainstMarkers``)
+find the files an instant wrote through its markers, so an orphan means a marker went missing, or a file was written after
 its instant was rolled back. An orphan is never cleaned; a reader that lists the partition shows
 it once its instant counts as completed or archived, and a file of a completed instant at once.
 
