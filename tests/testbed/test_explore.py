@@ -498,11 +498,13 @@ def test_explore_catches_every_known_bad_catalog_variant(name, tmp_path):
     Measured (examples to the first catch / shrunk entries / wall time on a loaded 2-core
     machine): archived_completion_miss 2/0/4 s, base_instant_slicing 1/0/2 s,
     commit_latest_only 3/1/13 s, cow_async_upsert 3/1/9 s, local_clock_skew 1/0/1 s,
-    minibatch_insert 5/2/350 s, minibatch_upsert 5/2/414 s, partial_buffer_snapshot 5/1/122 s,
+    minibatch_insert 5/2/350 s, minibatch_upsert 5/2/414 s,
     partial_update_row_merge 1/0/11 s, task_state_lost 3/2/312 s, timeline_overwrite 1/0/7 s,
     truetime_bound_too_small 1/0/10 s, uncommitted_log_anchor 5/1/21 s; with random rescales
     (2026-11-26, examples / shrunk entries): deferred_recommit_lost 40/3, release_1_1_rescale
-    7/1, rescale_restored_id 7/1. Variants with no
+    7/1, rescale_restored_id 7/1; with the faults anchored to protocol steps in their catalog
+    scenarios (2026-11-27): partial_buffer_snapshot 41/3, restart_before_bootstrap 16/3.
+    Variants with no
     fault in their counterexample show on every run (a wrong rule, not a fault, breaks them);
     the slow ones spend their time shrinking (60-150 runs of up to 60 simulated seconds)."""
     source = random_faults_only(name, tmp_path)
