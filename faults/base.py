@@ -169,6 +169,10 @@ class FaultKind:
     """The option explore draws largest first, bounded by :attr:`Plan.bound`."""
     signed_size: bool = False
     """The size option may be negative (drawn with a random sign)."""
+    event_target: str | None = None
+    """The key of its history event's value that names the target: set, a recorded fault
+    replays as an entry at its time (:func:`timed_entry`), which the default
+    :meth:`from_event` returns."""
 
     def option(self, name: str) -> Option | None:
         return next((option for option in self.options if option.name == name), None)
@@ -201,7 +205,9 @@ class FaultKind:
     ) -> dict[str, Any] | None:
         """The schedule entry that replays a random fault recorded as ``value`` (None when it
         cannot be replayed as one)."""
-        return None
+        if self.event_target is None:
+            return None
+        return timed_entry(self, value, at_s, self.event_target)
 
 
 def job_target(job: Any) -> Targets:

@@ -10,7 +10,6 @@ from typing import Any
 from faults.base import (
     MS_PER_HOUR,
     FaultKind,
-    HistoryContext,
     Mark,
     NemesisPort,
     Option,
@@ -19,7 +18,6 @@ from faults.base import (
     coordinator_and_compactor,
     named_targets,
     per_hour,
-    timed_entry,
 )
 
 
@@ -43,14 +41,10 @@ class ClockJump(FaultKind):
         targets = named_targets(self, scenario)
         return per_hour(scenario, targets, faults.clock_jump_per_hour, faults.clock_jump_ms)
 
-    def from_event(
-        self, value: dict[str, Any], at_s: float, context: HistoryContext
-    ) -> dict[str, Any] | None:
-        return timed_entry(self, value, at_s, "process")
-
 
 KIND = ClockJump(
     name="clock_jump",
+    event_target="process",
     summary="the target clock steps by delta_ms",
     hook="timed",
     event="clock_jump",

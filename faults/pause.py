@@ -23,7 +23,6 @@ from typing import Any
 from faults.base import (
     MS_PER_HOUR,
     FaultKind,
-    HistoryContext,
     Mark,
     NemesisPort,
     Option,
@@ -32,7 +31,6 @@ from faults.base import (
     coordinator_and_compactor,
     named_targets,
     per_hour,
-    timed_entry,
 )
 
 
@@ -57,14 +55,10 @@ class Pause(FaultKind):
             *per_hour(scenario, tasks, faults.writer_pause_per_hour, faults.pause_max_ms),
         ]
 
-    def from_event(
-        self, value: dict[str, Any], at_s: float, context: HistoryContext
-    ) -> dict[str, Any] | None:
-        return timed_entry(self, value, at_s, "process")
-
 
 KIND = Pause(
     name="pause",
+    event_target="process",
     summary="the target coordinator, compactor or write task stops for duration_ms, holding what "
     "it holds",
     hook="timed",

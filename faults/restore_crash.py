@@ -20,12 +20,10 @@ from typing import Any
 
 from faults.base import (
     FaultKind,
-    HistoryContext,
     Mark,
     Targets,
     Wanted,
     per_hour,
-    timed_entry,
 )
 
 
@@ -37,14 +35,10 @@ class RestoreCrash(FaultKind):
         tasks = [f"{job.name}/task-{i}" for job in scenario.jobs for i in range(job.writers)]
         return per_hour(scenario, tasks, scenario.faults.restore_crash_per_hour)
 
-    def from_event(
-        self, value: dict[str, Any], at_s: float, context: HistoryContext
-    ) -> dict[str, Any] | None:
-        return timed_entry(self, value, at_s, "process")
-
 
 KIND = RestoreCrash(
     name="restore_crash",
+    event_target="process",
     summary="the target write task fails at its next restore, before its bootstrap event",
     hook="restore",
     event="restore_crash",

@@ -21,14 +21,12 @@ from typing import Any
 from faults.base import (
     MS_PER_HOUR,
     FaultKind,
-    HistoryContext,
     Mark,
     Option,
     Targets,
     Wanted,
     job_target,
     per_hour,
-    timed_entry,
 )
 
 
@@ -41,14 +39,10 @@ class TaskManagerPause(FaultKind):
         jobs = [job.name for job in scenario.jobs]
         return per_hour(scenario, jobs, faults.taskmanager_pause_per_hour, faults.pause_max_ms)
 
-    def from_event(
-        self, value: dict[str, Any], at_s: float, context: HistoryContext
-    ) -> dict[str, Any] | None:
-        return timed_entry(self, value, at_s, "job")
-
 
 KIND = TaskManagerPause(
     name="taskmanager_pause",
+    event_target="job",
     summary="every write task of the target job stops for duration_ms from the next instant "
     "its coordinator starts",
     hook="instant",

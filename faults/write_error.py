@@ -18,13 +18,11 @@ from typing import Any
 
 from faults.base import (
     FaultKind,
-    HistoryContext,
     Mark,
     Option,
     Targets,
     Wanted,
     per_hour,
-    timed_entry,
 )
 
 MAX_RECORDS = 1_000_000
@@ -38,14 +36,10 @@ class WriteError(FaultKind):
         tasks = [f"{job.name}/task-{i}" for job in scenario.jobs for i in range(job.writers)]
         return per_hour(scenario, tasks, scenario.faults.write_error_per_hour, 1)
 
-    def from_event(
-        self, value: dict[str, Any], at_s: float, context: HistoryContext
-    ) -> dict[str, Any] | None:
-        return timed_entry(self, value, at_s, "process")
-
 
 KIND = WriteError(
     name="write_error",
+    event_target="process",
     summary="the first records of the target write task's next flush fail to write",
     hook="flush",
     event="write_error",
