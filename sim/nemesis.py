@@ -120,10 +120,11 @@ class Nemesis(RandomFaults):
     def job_restarting(self, target: str) -> bool:
         return bool(self._job_of(target).failing)
 
-    def crash(self, target: str) -> None:
+    def crash(self, target: str, how: str = "crashed") -> None:
+        """Fail ``target``'s job over as ``target`` failing (the cause: "<target> <how>")."""
         job = self._job_of(target)
         role = target.split("/", 1)[1] if "/" in target else ""
-        cause = f"{target} crashed"
+        cause = f"{target} {how}"
         if role == "coordinator":
             job.fail(job.epoch, cause, path="jobmanager")
         else:
@@ -240,11 +241,7 @@ class Nemesis(RandomFaults):
             index = self._take(kind.name, lambda e: e.target == process)
             if index is not None or self.take_armed(kind.name, process) is not None:
                 self.record(kind.event, {"process": process}, index)
-                self._job_of(process).fail(
-                    self._job_of(process).epoch,
-                    f"{process} crashed at restore",
-                    failed_task=task_index(process.split("/", 1)[1]),
-                )
+                self.crash(process, "crashed at restore")
                 return True
         return False
 
