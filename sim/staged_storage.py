@@ -11,9 +11,11 @@ answered. The order of requests on the real storage is the order the code made t
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 from models.storage import FileAlreadyExistsError, FileStatus, Storage
+from models.write.write_handles import PARTITION_METADATA
 
 
 @dataclass
@@ -83,7 +85,11 @@ class StagedStorage:
         return sorted(names)
 
     def apply(self) -> None:
-        """Make the kept writes on the real storage, in order (a failure stops there)."""
+        """Make the kept writes on the real storage, in order (a failure stops there).
+
+        A partition's ``.hoodie_partition_metadata`` that another writer created meanwhile is
+        left as it is: Hudi's ``HoodiePartitionMetadata#trySave`` logs that failure and goes on
+        ("this is okay, as long as at least 1 of these succeeded")."""
         log, self._log = self._log, []
         self._view.clear()
         for kind, path, data in log:
@@ -91,6 +97,9 @@ class StagedStorage:
                 self.base.delete(path)
             elif kind == "write":
                 self.base.write(path, data)
+            elif path.rpartition("/")[2] == PARTITION_METADATA:
+                with contextlib.suppress(FileAlreadyExistsError):
+                    self.base.create_if_absent(path, data)
             else:
                 self.base.create_if_absent(path, data)
 

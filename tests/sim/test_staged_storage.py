@@ -70,6 +70,17 @@ def test_a_file_created_meanwhile_fails_the_apply():
         s.apply()
 
 
+def test_a_partition_metadata_file_created_meanwhile_is_kept_and_the_apply_goes_on():
+    """Two writers' first flushes into one partition: the second's ``trySave`` fails quietly."""
+    base, s = staged()
+    s.create_if_absent("p/.hoodie_partition_metadata", b"mine")
+    s.create_if_absent("p/new.parquet", b"new")
+    base.create_if_absent("p/.hoodie_partition_metadata", b"theirs")
+    s.apply()
+    assert base.read("p/.hoodie_partition_metadata") == b"theirs"
+    assert base.read("p/new.parquet") == b"new"
+
+
 def test_the_probe_answers_creates_without_a_request():
     inner = InMemoryStorage()
     counted = SimStorage(inner, now=lambda: 0, rng=Rng(1))
