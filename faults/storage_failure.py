@@ -1,6 +1,8 @@
 """``storage_failure``: one storage write fails (an I/O error from the file system or object
 store). The writer's error handling decides what follows: a failed data file fails the job, a
-failed instant file leaves a pending instant for rollback."""
+failed instant file leaves a pending instant for rollback, a failed ``MARKERS<n>`` file of the
+coordinator's timeline server (target ``<job>/timeline_server``) fails its marker requests (or
+is swallowed: ``[protocol] marker_write_failure``)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,10 @@ from faults.base import FaultKind, HistoryContext, Mark, Targets, Wanted, has_co
 
 class StorageFailure(FaultKind):
     def targets(self, scenario: Any, job: Any) -> Targets:
-        compactor = (f"{job.name}/compactor",) if has_compactor(scenario, job) else ()
-        return Targets((job.name, f"{job.name}/coordinator"), job.writers, compactor)
+        after = (f"{job.name}/compactor",) if has_compactor(scenario, job) else ()
+        if getattr(scenario.table, "markers", "direct") == "timeline_server":
+            after += (f"{job.name}/timeline_server",)
+        return Targets((job.name, f"{job.name}/coordinator"), job.writers, after)
 
     def wanted(self, scenario: Any) -> list[Wanted]:
         rate = scenario.faults.storage_write_failure

@@ -253,6 +253,27 @@ PRESETS: dict[str, dict[str, Preset]] = {
             "#writeRecord at 00ee6a6e, HoodieAppendHandle#writeRecord)",
         ),
     },
+    "marker_write_failure": {
+        "1.0": Preset(
+            "swallow",
+            "MarkerDirState#flushMarkersToFile closes the MARKERS<n> writer with closeQuietly in "
+            "a finally block (d2aef6dd): a PUT failing at close() is swallowed, apache/hudi#19368",
+        ),
+        "1.1": Preset("swallow", "as 1.0 (4f80914b); fixed by apache/hudi#19368 (2026-07)"),
+        "latest": Preset(
+            "fail",
+            "apache/hudi#19368: the writer is closed inside the try and a failed flush fails the "
+            "batch's requests, its names removed",
+        ),
+    },
+    "marker_answer": {
+        release: Preset(
+            "after_write",
+            f"{_NO_RELEASE}: MarkerDirState#processMarkerCreationRequests completes the futures "
+            "after flushMarkersToFile",
+        )
+        for release in RELEASES
+    },
     "partial_update_merge": {
         release: Preset(
             "column_group",

@@ -277,6 +277,18 @@ class ProtocolSpec(Spec):
     ordering value (column_group, the real rule: PartialUpdateAvroPayload with HUDI-4882's
     per-group ordering), or merge whole rows on ``ts`` (row: the table left as an ordinary
     EVENT_TIME_ORDERING table, so a newer record of one stream wipes the other's columns)."""
+    marker_write_failure: Literal["fail", "swallow"] = "fail"
+    """Timeline-server markers (``[table] markers = "timeline_server"``): a ``MARKERS<n>`` file
+    the server fails to write fails the batch's requests and drops its names (fail:
+    apache/hudi#19368), or the failure is swallowed (swallow: Hudi 1.0 and 1.1 close the file
+    with ``closeQuietly`` in ``MarkerDirState#flushMarkersToFile``): the requests are answered
+    as created and the names live only in the server's memory, so a rollback after a JobManager
+    failover misses the data files they name)."""
+    marker_answer: Literal["after_write", "before_write"] = "after_write"
+    """Timeline-server markers: a batch of marker requests is answered once its ``MARKERS<n>``
+    file is written (after_write, every Hudi release: ``processMarkerCreationRequests``), or as
+    soon as it is accepted in memory (before_write: a hypothetical server that saves the write's
+    latency; a crash before the write loses markers of data files the tasks go on to write)."""
     failed_writes_cleaning: Literal["auto", "EAGER", "LAZY"] = "auto"
     """Rollback of failed writes: EAGER (before each write) or LAZY (by heartbeat expiry); auto is
     what Hudi's Flink sink ends up with: LAZY for several jobs or OCC; for one job EAGER under
@@ -303,8 +315,14 @@ class ProtocolSpec(Spec):
 
     def switches(self) -> dict[str, str | bool]:
         """Switch -> the value this run uses (``release`` left out): what the history's
-        ``setup`` event records."""
-        return {name: getattr(self, name) for name in PROTOCOL_VARIANTS}
+        ``setup`` event records; a switch of :data:`RECORDED_WHEN_SET` only when it is not the
+        real rule."""
+        return {
+            name: getattr(self, name)
+            for name in PROTOCOL_VARIANTS
+            if name not in RECORDED_WHEN_SET
+            or getattr(self, name) != ProtocolSpec.model_fields[name].default
+        }
 
 
 class ExpectSpec(Spec):
@@ -365,6 +383,10 @@ class SimSpec(Spec):
             )
         return self
 
+
+RECORDED_WHEN_SET = frozenset({"marker_write_failure", "marker_answer"})
+"""Switches a history's ``setup`` event names only when a run departs from the real rule (a
+run on the real rules records none of them)."""
 
 PROTOCOL_VARIANTS: dict[str, tuple[str | bool, ...]] = {
     name: (field.default, not field.default)

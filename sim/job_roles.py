@@ -114,11 +114,15 @@ class JobRoles:
         table = self.context.table
         if table.markers != "timeline_server":
             return None
+        protocol = self.context.protocol
         return MarkerServer(
             self.env,
             self.context.clients.storage,
             batch_interval_ms=table.marker_batch_interval_ms,
             num_threads=table.marker_batch_threads,
+            answer_before_write=protocol.marker_answer == "before_write",
+            swallow_write_failure=protocol.marker_write_failure == "swallow",
+            name_batch=lambda: self.context.faults.name_process(f"{self.name}/timeline_server"),
             stats=self.context.marker_stats,
         )
 

@@ -22,13 +22,15 @@ TIMELINE_SERVER_BASED`` the write tasks send every marker to it (``TimelineServe
 
 The server lives and dies with the coordinator (a JobManager failover starts a new one with
 nothing in memory); its requests then fail, as HTTP requests to a dead server do.
-``answer_before_write`` answers a batch before writing it: the known-bad order, in which a crash
-or a failed write loses markers whose data files the tasks already wrote.
+``answer_before_write`` answers a batch before writing it (``[protocol] marker_answer =
+"before_write"``): the known-bad order, in which a crash or a failed write loses markers whose
+data files the tasks go on to write. ``swallow_write_failure`` is Hudi 1.0's and 1.1's failed
+write (``[protocol] marker_write_failure = "swallow"``): answered as written, names in memory only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +87,12 @@ class MarkerServer:
     batch_interval_ms: int = BATCH_INTERVAL_MS
     num_threads: int = BATCH_NUM_THREADS
     answer_before_write: bool = False
+    swallow_write_failure: bool = False
+    """Hudi 1.0 and 1.1: a failed ``MARKERS<n>`` write is swallowed (``[protocol]
+    marker_write_failure = "swallow"``)."""
+    name_batch: Callable[[], None] | None = None
+    """Called as each batch worker starts: names the writer for the nemesis
+    (``<job>/timeline_server``)."""
     stats: MarkerServerStats = field(default_factory=MarkerServerStats)
     _dirs: dict[str, MarkerDirState] = field(default_factory=dict)
     _pending: dict[str, list[_Request]] = field(default_factory=dict)
@@ -161,6 +169,8 @@ class MarkerServer:
         """One ``BatchedMarkerCreationRunnable``: accept and write the batch, then answer it
         (the variant: answer, then write)."""
         assert self._pool is not None
+        if self.name_batch is not None:
+            self.name_batch()
         names = [r.name for r in requests]
         try:
             with self._pool.request() as thread:
@@ -171,7 +181,9 @@ class MarkerServer:
                     return
                 mark = self.storage.usage()
                 try:
-                    results = process_marker_creation_requests(state, index, names)
+                    results = process_marker_creation_requests(
+                        state, index, names, swallow_failure=self.swallow_write_failure
+                    )
                 except HoodieIOException as error:
                     self._fail(requests, str(error))
                     return
@@ -189,7 +201,8 @@ class MarkerServer:
             yield self.env.timeout(self._write_estimate_ms(state, index))
             state.flush(index)
         except OSError:
-            state.forget(index)
+            if not self.swallow_write_failure:
+                state.forget(index)
         finally:
             state.release(index)
 

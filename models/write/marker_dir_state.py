@@ -103,19 +103,26 @@ class MarkerDirState:
 
 
 def process_marker_creation_requests(
-    state: MarkerDirState, index: int, names: list[str]
+    state: MarkerDirState, index: int, names: list[str], *, swallow_failure: bool = False
 ) -> list[bool]:
-    """One batch of worker file ``index`` (``MarkerDirState#processMarkerCreationRequests``
-    with apache/hudi#19368): accept ``names``, write the files, release the file index; a
-    failed write drops the batch's names and raises :class:`HoodieIOException` (the requests
-    fail), the index released all the same."""
+    """One batch of worker file ``index`` (``MarkerDirState#processMarkerCreationRequests``):
+    accept ``names``, write the files, release the file index.
+
+    A failed write (apache/hudi#19368, Hudi's latest) drops the batch's names and raises
+    :class:`HoodieIOException` (the requests fail), the index released all the same. With
+    ``swallow_failure`` (Hudi 1.0 and 1.1: ``flushMarkersToFile`` closes the writer with
+    ``closeQuietly``, and a store that uploads at ``close()`` fails there) the failure is lost:
+    the names stay in memory and the requests are answered as if the file were written."""
     try:
         results = state.accept(index, names)
-        state.flush(index)
-    except OSError as error:
-        state.forget(index)
-        path = join(marker_folder(state.instant_time), f"{MARKERS_FILE_PREFIX}{index}")
-        raise HoodieIOException(f"Failed to overwrite marker file {path}: {error}") from error
+        try:
+            state.flush(index)
+        except OSError as error:
+            if swallow_failure:
+                return results
+            state.forget(index)
+            path = join(marker_folder(state.instant_time), f"{MARKERS_FILE_PREFIX}{index}")
+            raise HoodieIOException(f"Failed to overwrite marker file {path}: {error}") from error
     finally:
         state.release(index)
     return results

@@ -27,6 +27,7 @@ from scenarios import (
 )
 from scenarios.grids import GridSpec, expand_grid
 from scenarios.releases import LATEST, PRESETS, RELEASES, preset_values
+from scenarios.tables import RECORDED_WHEN_SET
 from sim.world import World
 from testbed.run import result_json
 
@@ -55,6 +56,7 @@ EXPECTED: dict[str, dict[str, str | bool]] = {
         "instant_request": "polled",
         "record_write_failure": "mark",
         "partial_update_merge": "column_group",
+        "marker_write_failure": "swallow",
         "failed_writes_cleaning": "EAGER",
     },
     "1.1": {
@@ -75,6 +77,7 @@ EXPECTED: dict[str, dict[str, str | bool]] = {
         "instant_request": "blocked",
         "record_write_failure": "mark",
         "partial_update_merge": "column_group",
+        "marker_write_failure": "swallow",
         "failed_writes_cleaning": "LAZY",
     },
     "latest": {
@@ -115,6 +118,23 @@ def test_each_release_sets_every_switch_to_its_preset(release: str) -> None:
     assert scenario.protocol.switches() == EXPECTED[release]
 
 
+def test_a_switch_recorded_when_set_is_in_the_setup_only_off_its_real_rule() -> None:
+    """``marker_write_failure`` and ``marker_answer`` appear in ``switches()`` (the history's
+    ``setup`` event) only with a known-bad value: a real-rule run records neither."""
+    assert {"marker_write_failure", "marker_answer"} == RECORDED_WHEN_SET
+    latest = with_protocol('release = "latest"')
+    assert (latest.protocol.marker_write_failure, latest.protocol.marker_answer) == (
+        "fail",
+        "after_write",
+    )
+    assert not RECORDED_WHEN_SET & set(latest.protocol.switches())
+    bad = with_protocol('marker_answer = "before_write"\nmarker_write_failure = "swallow"')
+    assert {k: bad.protocol.switches()[k] for k in RECORDED_WHEN_SET} == {
+        "marker_write_failure": "swallow",
+        "marker_answer": "before_write",
+    }
+
+
 def test_releases_are_the_documented_ones_and_latest_is_the_default() -> None:
     assert RELEASES == ("1.0", "1.1", "latest")
     assert parse_scenario(MINIMAL).protocol.release == LATEST
@@ -148,7 +168,8 @@ def test_the_presets_differ_where_a_release_carries_a_bug() -> None:
     """apache/hudi#19774 in 1.0 and 1.1, #19215 in 1.1 only, #19922 (restored checkpoint id, the
     deferred recommit left out of the checkpoint) in 1.0 and 1.1 as modelled, 1.0's re-send at
     every attempt, #19907 (pending file ids ignored) in 1.0 and 1.1, 1.1's commit guard blocking
-    the instant-request thread (fixed by #19960) (#14365 is kept at the real rule: the switch
+    the instant-request thread (fixed by #19960), the swallowed MARKERS<n> write in 1.0 and 1.1
+    (fixed by #19368) (#14365 is kept at the real rule: the switch
     would overstate it)."""
     latest = preset_values(LATEST)
     changed = {
@@ -164,6 +185,7 @@ def test_the_presets_differ_where_a_release_carries_a_bug() -> None:
             "checkpoint_deferred_recommits",
             "recommit_baseline",
             "record_write_failure",
+            "marker_write_failure",
         },
         "1.1": {
             "slice_anchor",
@@ -175,6 +197,7 @@ def test_the_presets_differ_where_a_release_carries_a_bug() -> None:
             "checkpoint_deferred_recommits",
             "recommit_baseline",
             "record_write_failure",
+            "marker_write_failure",
         },
         "latest": set(),
     }
@@ -265,7 +288,8 @@ def test_resolved_toml_writes_the_release_and_every_switch_and_reads_back(lines:
     scenario = with_protocol(lines, jobs=2)
     text = resolved_toml(scenario)
     protocol = tomllib.loads(text)["protocol"]
-    assert protocol == {"release": scenario.protocol.release, **scenario.protocol.switches()}
+    every = {name: getattr(scenario.protocol, name) for name in PROTOCOL_VARIANTS}
+    assert protocol == {"release": scenario.protocol.release, **every}
     again = parse_scenario(text)
     assert again == scenario
     assert resolved_toml(again) == text

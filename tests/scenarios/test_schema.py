@@ -118,6 +118,8 @@ DEFAULTS: dict[str, Any] = {
     "protocol.instant_request": "polled",
     "protocol.record_write_failure": "throw",
     "protocol.partial_update_merge": "column_group",
+    "protocol.marker_write_failure": "fail",
+    "protocol.marker_answer": "after_write",
     "protocol.failed_writes_cleaning": "LAZY",  # "auto" resolved for one async job
     "expect.violations": (),
     "sim.drain_timeout_s": 120,
@@ -241,6 +243,8 @@ def test_protocol_variants_default_to_the_real_rule() -> None:
         "instant_request": ("polled", "blocked"),
         "record_write_failure": ("throw", "mark"),
         "partial_update_merge": ("column_group", "row"),
+        "marker_write_failure": ("fail", "swallow"),
+        "marker_answer": ("after_write", "before_write"),
         "failed_writes_cleaning": ("auto", "EAGER", "LAZY"),
     }
     for name, choices in PROTOCOL_VARIANTS.items():
