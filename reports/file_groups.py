@@ -10,6 +10,9 @@ growing with the keys while each file group keeps the keys first written to it, 
 state holds one entry per key, which a restore loads and an index bootstrap rebuilds from the
 table.
 
+How well small files are packed shows as the new keys written into file groups already committed
+against those that opened new ones.
+
 Everything comes from the run folders: the data files each completed commit lists (history),
 each data file's records and bytes (``result.json`` ``data_files``), the keys in the index state
 at each completed checkpoint (``result.json`` ``index``) and the index bootstraps (history).
@@ -72,6 +75,32 @@ def file_group_records(run: RunData) -> list[tuple[float, float, int]]:
     return points
 
 
+def insert_packing(run: RunData) -> list[tuple[float, int, int]]:
+    """(seconds, new keys packed into file groups committed before, new keys that opened new
+    file groups), summed up to every commit that wrote base files: how well small files are
+    packed. A file group's new keys are its latest base file's growth in records (inserts; the
+    catalog's copy-on-write loads delete nothing), all of a new file group's records."""
+    sizes = run.result.get("data_files") or {}
+    latest: dict[tuple[str, str], int] = {}
+    packed = opened = 0
+    points = []
+    for seconds, files in _commits(run):
+        wrote = False
+        for path in files:
+            group, records = file_group_of(path), (sizes.get(path) or {}).get("records")
+            if group is None or records is None:
+                continue
+            wrote = True
+            if group in latest:
+                packed += max(0, int(records) - latest[group])
+            else:
+                opened += int(records)
+            latest[group] = int(records)
+        if wrote:
+            points.append((seconds, packed, opened))
+    return points
+
+
 def index_state_keys(run: RunData) -> list[tuple[float, int]]:
     """(seconds, keys in the first job's index state) at each completed checkpoint (empty for a
     job without key state, such as the bucket index)."""
@@ -105,8 +134,9 @@ def _color(name: str) -> str:
 
 
 def _draw(figure: Figure, runs: dict[str, RunData]) -> None:
-    """Three panels: file groups, records per file group, keys in the index state."""
-    count_ax, size_ax, state_ax = (figure.add_subplot(1, 3, i) for i in (1, 2, 3))
+    """Four panels: file groups, records per file group, new keys packed into existing file
+    groups vs opening new ones, keys in the index state."""
+    count_ax, size_ax, pack_ax, state_ax = (figure.add_subplot(1, 4, i) for i in (1, 2, 3, 4))
     for name, run in runs.items():
         if points := file_group_counts(run):
             xs, ys = zip(*points, strict=True)
@@ -115,6 +145,10 @@ def _draw(figure: Figure, runs: dict[str, RunData]) -> None:
             xs, medians, largest = zip(*records, strict=True)
             size_ax.step(xs, medians, where="post", color=_color(name), label=f"{name} median")
             size_ax.step(xs, largest, where="post", color=_color(name), linestyle=":")
+        if packing := insert_packing(run):
+            xs, packed, opened = zip(*packing, strict=True)
+            pack_ax.step(xs, packed, where="post", color=_color(name), label=f"{name} packed")
+            pack_ax.step(xs, opened, where="post", color=_color(name), linestyle="--")
         if keys := index_state_keys(run):
             xs, ys = zip(*keys, strict=True)
             state_ax.plot(xs, ys, marker=".", color=_color(name), label=name)
@@ -123,6 +157,7 @@ def _draw(figure: Figure, runs: dict[str, RunData]) -> None:
     for ax, title in (
         (count_ax, "file groups committed"),
         (size_ax, "records per file group (dotted: largest)"),
+        (pack_ax, "new keys into existing file groups (dashed: new ones)"),
         (state_ax, "keys in the index state"),
     ):
         ax.set_title(title)
@@ -146,6 +181,21 @@ def _caption(runs: dict[str, RunData]) -> str:
         "each file group keeps the keys first written to it and their updates (median "
         f"{median['flink_state']:,.0f} records; write.parquet.max.file.size sets the pace). "
     )
+    if packing := insert_packing(state):
+        _, packed, opened = packing[-1]
+        share = packed / max(packed + opened, 1)
+        text += (
+            f"Of the {packed + opened:,} keys it wrote, {packed:,} ({share:.0%}) were packed into "
+            f"file groups already committed and {opened:,} opened new ones"
+        )
+        if bucket_packing := insert_packing(bucket):
+            _, packed, opened = bucket_packing[-1]
+            text += (
+                f"; the bucket index put all {packed:,} keys after the {opened:,} of its first "
+                "commit into the file groups that commit opened. "
+            )
+        else:
+            text += ". "
     if keys:
         text += (
             f"Its keyed state holds one entry per key it has seen: {keys[-1][1]:,} at the last "
@@ -158,10 +208,10 @@ def _caption(runs: dict[str, RunData]) -> str:
 
 
 def plot_state_vs_bucket(state: Path, bucket: Path, out_dir: Path) -> Figure:
-    """File groups, records per file group and index state over time, state index vs bucket
-    index."""
+    """File groups, records per file group, small-file packing and index state over time,
+    state index vs bucket index."""
     runs = {"flink_state": load_run(Path(state)), "bucket": load_run(Path(bucket))}
-    figure = new_figure(11, 3.4)
+    figure = new_figure(14.5, 3.4)
     with styled():
         _draw(figure, runs)
     return save(
@@ -219,6 +269,7 @@ __all__ = [
     "file_group_records",
     "index_bootstraps",
     "index_state_keys",
+    "insert_packing",
     "plot_bootstrap_cost",
     "plot_state_vs_bucket",
 ]

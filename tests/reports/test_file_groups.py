@@ -10,6 +10,7 @@ from reports.file_groups import (
     file_group_records,
     index_bootstraps,
     index_state_keys,
+    insert_packing,
     plot_bootstrap_cost,
     plot_state_vs_bucket,
 )
@@ -41,6 +42,22 @@ def test_state_index_file_groups_stay_small_while_bucket_index_ones_grow(runs):
     assert all(median <= largest for _, median, largest in state + bucket)
     assert bucket[-1][1] > 2 * state[-1][1]  # the buckets keep growing, small files stay small
     assert [m for _, m, _ in bucket] == sorted(m for _, m, _ in bucket)
+
+
+def test_small_files_take_new_keys_until_full_and_buckets_take_them_all(runs, tmp_path):
+    """The state index packs part of its new keys into small files and opens new file groups
+    for the rest; after its first commit the bucket index never opens one."""
+    state = insert_packing(load_run(runs["state"]))
+    bucket = insert_packing(load_run(runs["bucket"]))
+    assert state and bucket
+    for points in (state, bucket):
+        assert [p for _, p, _ in points] == sorted(p for _, p, _ in points)
+        assert [o for _, _, o in points] == sorted(o for _, _, o in points)
+    _, packed, opened = state[-1]
+    assert packed > 0 and opened > bucket[-1][2]
+    assert {o for _, _, o in bucket} == {bucket[0][2]} and bucket[-1][1] > bucket[0][1]
+    figure = plot_state_vs_bucket(runs["state"], runs["bucket"], tmp_path)
+    assert f"{packed:,} ({packed / (packed + opened):.0%}) were packed" in figure.caption
 
 
 def test_the_index_state_grows_with_the_keys_and_the_bucket_index_keeps_none(runs, tmp_path):
