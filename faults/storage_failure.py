@@ -14,7 +14,7 @@ from faults.base import FaultKind, HistoryContext, Mark, Targets, Wanted, has_co
 class StorageFailure(FaultKind):
     def targets(self, scenario: Any, job: Any) -> Targets:
         after = (f"{job.name}/compactor",) if has_compactor(scenario, job) else ()
-        if getattr(scenario.table, "markers", "direct") == "timeline_server":
+        if scenario.table.markers == "timeline_server":
             after += (f"{job.name}/timeline_server",)
         return Targets((job.name, f"{job.name}/coordinator"), job.writers, after)
 

@@ -282,8 +282,8 @@ class ProtocolSpec(Spec):
     the server fails to write fails the batch's requests and drops its names (fail:
     apache/hudi#19368), or the failure is swallowed (swallow: Hudi 1.0 and 1.1 close the file
     with ``closeQuietly`` in ``MarkerDirState#flushMarkersToFile``): the requests are answered
-    as created and the names live only in the server's memory, so a rollback after a JobManager
-    failover misses the data files they name)."""
+    as created and the names live only in the server's memory, so a rollback, which reads the
+    files, misses the data files they name."""
     marker_answer: Literal["after_write", "before_write"] = "after_write"
     """Timeline-server markers: a batch of marker requests is answered once its ``MARKERS<n>``
     file is written (after_write, every Hudi release: ``processMarkerCreationRequests``), or as

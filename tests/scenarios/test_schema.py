@@ -923,7 +923,8 @@ def fault_schedules(draw: st.DrawFn, data: dict[str, Any]) -> list[dict[str, Any
         name, writers = draw(st.sampled_from(jobs))
         kind = fault_kind(draw(st.sampled_from(FAULT_KINDS)))
         job = SimpleNamespace(name=name, writers=writers, table_services=False)
-        targets = kind.targets(SimpleNamespace(table=SimpleNamespace(type="COPY_ON_WRITE")), job)
+        table = SimpleNamespace(type="COPY_ON_WRITE", markers="direct")
+        targets = kind.targets(SimpleNamespace(table=table), job)
         task = (
             f"{name}/task-{draw(st.integers(min_value=0, max_value=max(0, targets.writers - 1)))}"
         )
