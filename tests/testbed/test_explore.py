@@ -504,7 +504,7 @@ def test_explore_catches_every_known_bad_catalog_variant(name, tmp_path):
     (2026-11-26, examples / shrunk entries): deferred_recommit_lost 40/3, release_1_1_rescale
     7/1, rescale_restored_id 7/1; with the faults anchored to protocol steps in their catalog
     scenarios (2026-11-27): partial_buffer_snapshot 41/3, restart_before_bootstrap 16/3; the
-    marker variants (2026-11-27): release_1_1_marker_flush_swallowed 44/2,
+    marker variants on the object-store profile (2026-11-27): marker_flush_swallowed 44/2,
     marker_answer_before_write 26/2.
     Variants with no
     fault in their counterexample show on every run (a wrong rule, not a fault, breaks them);
