@@ -58,20 +58,32 @@ def file_group_counts(run: RunData) -> list[tuple[float, int]]:
     return points
 
 
+def _base_file_records(run: RunData) -> list[tuple[float, list[tuple[tuple[str, str], int]]]]:
+    """(seconds, [(file group, records)]) of every completed commit that wrote base files, in
+    history order (``data_files`` records; log files have none)."""
+    sizes = run.result.get("data_files") or {}
+    commits = []
+    for seconds, files in _commits(run):
+        written = [
+            (group, int(records))
+            for path in files
+            if (group := file_group_of(path)) is not None
+            and (records := (sizes.get(path) or {}).get("records")) is not None
+        ]
+        if written:
+            commits.append((seconds, written))
+    return commits
+
+
 def file_group_records(run: RunData) -> list[tuple[float, float, int]]:
     """(seconds, median, largest) records in a file group's latest base file, over the file
     groups committed so far, at every commit that wrote base files (``data_files`` records)."""
-    sizes = run.result.get("data_files") or {}
     latest: dict[tuple[str, str], int] = {}
     points = []
-    for seconds, files in _commits(run):
-        for path in files:
-            group, records = file_group_of(path), (sizes.get(path) or {}).get("records")
-            if group is not None and records is not None:
-                latest[group] = int(records)
-        if latest:
-            counts = list(latest.values())
-            points.append((seconds, statistics.median(counts), max(counts)))
+    for seconds, written in _base_file_records(run):
+        latest.update(written)
+        counts = list(latest.values())
+        points.append((seconds, statistics.median(counts), max(counts)))
     return points
 
 
@@ -80,24 +92,17 @@ def insert_packing(run: RunData) -> list[tuple[float, int, int]]:
     file groups), summed up to every commit that wrote base files: how well small files are
     packed. A file group's new keys are its latest base file's growth in records (inserts; the
     catalog's copy-on-write loads delete nothing), all of a new file group's records."""
-    sizes = run.result.get("data_files") or {}
     latest: dict[tuple[str, str], int] = {}
     packed = opened = 0
     points = []
-    for seconds, files in _commits(run):
-        wrote = False
-        for path in files:
-            group, records = file_group_of(path), (sizes.get(path) or {}).get("records")
-            if group is None or records is None:
-                continue
-            wrote = True
+    for seconds, written in _base_file_records(run):
+        for group, records in written:
             if group in latest:
-                packed += max(0, int(records) - latest[group])
+                packed += max(0, records - latest[group])
             else:
-                opened += int(records)
-            latest[group] = int(records)
-        if wrote:
-            points.append((seconds, packed, opened))
+                opened += records
+            latest[group] = records
+        points.append((seconds, packed, opened))
     return points
 
 
