@@ -289,6 +289,21 @@ PRESETS: dict[str, dict[str, Preset]] = {
         )
         for release in RELEASES
     },
+    "index_state_refresh": {
+        "1.0": Preset(
+            "every_record",
+            "BucketAssignFunction#processRecord writes the index state for every changing record "
+            '("always refresh the index", 1.0.0 cut d2aef6dd), before apache/hudi#17803',
+        ),
+        "1.1": Preset("every_record", "as 1.0 (the 1.1.0 cut 4f80914b), before apache/hudi#17803"),
+        "latest": Preset(
+            "every_record",
+            "master writes the entry only when the location changes (apache/hudi#17803, "
+            "2026-01; BucketAssignFunction at 060bcfcd), so with index.state.ttl an entry updated "
+            "in place expires and its key is inserted again (the testbed's finding, "
+            "flink_state_ttl_not_refreshed); latest keeps 1.1's rule, the remedy",
+        ),
+    },
     "failed_writes_cleaning": {
         "1.0": Preset(
             "auto",

@@ -258,6 +258,12 @@ class ProtocolSpec(Spec):
     job restores (restored: Flink's keyed state), or the assigner starts empty at every restart
     (lost: a job started without its state, apache/hudi#9174; known keys are inserted again,
     into whatever small or new file group the assigner picks)."""
+    index_state_refresh: Literal["every_record", "location_change"] = "every_record"
+    """The Flink state index with a TTL (``index_state_ttl_days``): the bucket assigner writes a
+    key's entry for every record, restarting its TTL (every_record: Hudi 1.0 and 1.1, "always
+    refresh the index"), or only when the key's location changes (location_change: Hudi master
+    since apache/hudi#17803, 2026-01; an entry updated in place expires a TTL after the key's
+    insert, and its next record is inserted again, into a second file group)."""
     instant_request: Literal["polled", "blocked"] = "polled"
     """Blocking instant generation: a request for an instant the commit guard holds back is
     answered at once with "not yet" and the task asks again, the guarded creation running apart
@@ -384,7 +390,7 @@ class SimSpec(Spec):
         return self
 
 
-RECORDED_WHEN_SET = frozenset({"marker_write_failure", "marker_answer"})
+RECORDED_WHEN_SET = frozenset({"marker_write_failure", "marker_answer", "index_state_refresh"})
 """Switches a history's ``setup`` event names only when a run departs from the real rule (a
 run on the real rules records none of them)."""
 

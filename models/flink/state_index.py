@@ -37,6 +37,9 @@ from models.format.records import partition_path as partition_path_of
 
 Location = tuple[str, str]
 """(partition path, file id)."""
+INDEX_STATE_REFRESH = ("every_record", "location_change")
+"""``[protocol] index_state_refresh``: the index entry written for every record (Hudi 1.0, 1.1)
+or only when the key's location changes (Hudi master); matters only with a state TTL."""
 
 
 @dataclass
@@ -47,13 +50,18 @@ class StateIndex:
     ``StateTtlConfig`` as ``StateTtlConfigUtil#createTtlConfig`` builds it: ``OnCreateAndWrite``,
     ``NeverReturnExpired``, processing time), ``written_ms`` holds each entry's last write: an
     entry not written for ``ttl_ms`` reads as absent (``TtlUtils#expired``: written + ttl <=
-    now), so its key takes the insert path. ``processRecord`` writes the state for every record
-    ("always refresh the index"), which refreshes the entry."""
+    now), so its key takes the insert path. A write refreshes the entry: ``processRecord``
+    writes the state for every record ("always refresh the index", Hudi 1.0 and 1.1:
+    ``refresh = "every_record"``), or only when the key's location changes (``"location_change"``:
+    master's ``BucketAssignFunction#processRecord`` since apache/hudi#17803, read at 060bcfcd),
+    so an entry updated in place expires ``ttl_ms`` after the key's last move."""
 
     assigner: BucketAssigner
     locations: dict[str, Location] = field(default_factory=dict)
     ttl_ms: int = 0
     written_ms: dict[str, int] = field(default_factory=dict)
+    refresh: str = "every_record"
+    """When ``processRecord`` writes a key's entry (:data:`INDEX_STATE_REFRESH`)."""
 
     def assign(self, rows: pa.Table, now_ms: int = 0) -> pa.Table:
         """``rows`` with the file id each record goes to (:data:`LOCATION_FILE_ID`) and its tag
@@ -73,12 +81,14 @@ class StateIndex:
             self.ttl_ms,
             self.written_ms,
         )
+        every_record = self.refresh == "every_record"
         for key, path in zip(rows.column(RECORD_KEY_FIELD).to_pylist(), paths, strict=True):
             old = locations.get(key)
             if ttl:
                 if old is not None and written.get(key, now_ms) + ttl <= now_ms:
                     old = None
-                written[key] = now_ms
+                if every_record or old is None or old[0] != path:
+                    written[key] = now_ms
             if old is not None and old[0] == path:
                 if old not in updated:
                     assigner.add_update(path, old[1])
@@ -126,4 +136,4 @@ def restore_locations(
     return {keys[i]: snapshots[keys[i]] for i in np.flatnonzero(owners == task_id).tolist()}
 
 
-__all__ = ["Location", "StateIndex", "restore_locations"]
+__all__ = ["INDEX_STATE_REFRESH", "Location", "StateIndex", "restore_locations"]

@@ -85,8 +85,9 @@ class AssignerSnapshots:
 class AssignerOptions:
     """What every assigner subtask of a job is built with: the write ``profile``, Flink's max
     parallelism, a file-id source per subtask, the index state TTL (0: none) with the task
-    managers' processing time, the coordinator's last pending instant (for snapshots), and when
-    the index bootstrap is done (``ready_at_ms``: records wait until then)."""
+    managers' processing time, the coordinator's last pending instant (for snapshots), when
+    the index bootstrap is done (``ready_at_ms``: records wait until then), and when an entry is
+    written (``refresh``)."""
 
     profile: TableWriteProfile
     max_parallelism: int
@@ -95,6 +96,8 @@ class AssignerOptions:
     clock_ms: Callable[[], int] = lambda: 0
     last_pending_instant: Callable[[], str | None] = lambda: None
     ready_at_ms: int = 0
+    refresh: str = "every_record"
+    """When an index entry is written (``[protocol] index_state_refresh``)."""
 
 
 class BucketAssignTask:
@@ -204,6 +207,7 @@ def assigner_tasks(
             share,
             options.ttl_ms,
             {key: written[key] for key in share if key in written},
+            options.refresh,
         )
         index.load(
             restore_locations(bootstrapped or {}, task_id, most, parallelism), options.clock_ms()

@@ -100,6 +100,7 @@ EXPECTED = {
     "flink_state_lost": ("merge_convergence", "no_data_loss", "unique_key"),
     "flink_state_ttl": ("merge_convergence", "no_data_loss", "unique_key"),
     "flink_state_ttl_refreshed": (),
+    "flink_state_ttl_not_refreshed": ("merge_convergence", "no_data_loss", "unique_key"),
     "occ_cow_low": (
         "exactly_once",
         "liveness",

@@ -102,6 +102,11 @@ VARIANTS += (
     Variant("duplicate_bucket_file_id", {"protocol": {"pending_file_ids": "adopted"}}),
     Variant("flink_state_lost", {"protocol": {"index_state": "restored"}}),
     Variant("flink_state_ttl", {"jobs": {"index_state_ttl_days": 0}}),
+    Variant(
+        "flink_state_ttl_not_refreshed",
+        {"protocol": {"index_state_refresh": "every_record"}},
+        duration_s=40,  # the first entries expire at 25.9 s
+    ),
     Variant("blocked_instant_requests", {"protocol": {"instant_request": "polled"}}),
     Variant("occ_recommit_baseline", {"protocol": {"recommit_baseline": "job"}}),
     Variant("release_1_1_write_errors", {"protocol": {"release": "latest"}}),

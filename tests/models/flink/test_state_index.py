@@ -79,6 +79,21 @@ def test_an_entry_not_written_for_the_ttl_expires_and_its_key_is_inserted_again(
     assert index.written_ms == {"k1": 2998}
 
 
+def test_written_only_on_a_location_change_an_entry_updated_in_place_still_expires():
+    """``index_state_refresh = "location_change"`` (master's ``processRecord``: "refresh the
+    index only when the location is updated"): records of a known key in its partition do not
+    write the entry, so it expires one TTL after the insert; the re-insert writes it again."""
+    index = StateIndex(mock_bucket_assigner(), ttl_ms=1000, refresh="location_change")
+    first = index.assign(records(("k1", "p0")), now_ms=0).column(LOCATION_FILE_ID)[0].as_py()
+    index.assigner = mock_bucket_assigner(1, 2)
+    for now_ms in (300, 600, 999):
+        located = index.assign(records(("k1", "p0")), now_ms=now_ms)
+        assert located.column(LOCATION_FILE_ID)[0].as_py() == first
+    assert index.written_ms == {"k1": 0}
+    again = index.assign(records(("k1", "p0")), now_ms=1000).column(LOCATION_FILE_ID)[0].as_py()
+    assert again != first and index.written_ms == {"k1": 1000}
+
+
 def test_without_a_ttl_entries_never_expire_and_no_times_are_kept():
     index = StateIndex(mock_bucket_assigner())
     first = index.assign(records(("k1", "p0")), now_ms=0).column(LOCATION_FILE_ID)[0]
