@@ -293,15 +293,20 @@ PRESETS: dict[str, dict[str, Preset]] = {
         "1.0": Preset(
             "every_record",
             "BucketAssignFunction#processRecord writes the index state for every changing record "
-            '("always refresh the index", 1.0.0 cut d2aef6dd), before apache/hudi#17803',
+            '("always refresh the index", 1.0.0 cut d2aef6dd), as master did until after '
+            "apache/hudi#17867",
         ),
-        "1.1": Preset("every_record", "as 1.0 (the 1.1.0 cut 4f80914b), before apache/hudi#17803"),
+        "1.1": Preset(
+            "every_record",
+            "as 1.0 (the 1.1.0 cut 4f80914b), as master did until after apache/hudi#17867",
+        ),
         "latest": Preset(
             "every_record",
-            "master writes the entry only when the location changes (apache/hudi#17803, "
-            "2026-01; BucketAssignFunction at 060bcfcd), so with index.state.ttl an entry updated "
-            "in place expires and its key is inserted again (the testbed's finding, "
-            "flink_state_ttl_not_refreshed); latest keeps 1.1's rule, the remedy",
+            "master writes the entry only when the location changes (after apache/hudi#17867, "
+            "2026-01, still after #18759: BucketAssignFunction at 060bcfcd, 1bbaae90), so with "
+            "index.state.ttl an entry updated in place expires and its key is inserted again "
+            "(the testbed's finding, flink_state_ttl_not_refreshed); latest keeps 1.1's rule, "
+            "the remedy",
         ),
     },
     "failed_writes_cleaning": {

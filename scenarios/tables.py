@@ -262,8 +262,8 @@ class ProtocolSpec(Spec):
     """The Flink state index with a TTL (``index_state_ttl_days``): the bucket assigner writes a
     key's entry for every record, restarting its TTL (every_record: Hudi 1.0 and 1.1, "always
     refresh the index"), or only when the key's location changes (location_change: Hudi master
-    since apache/hudi#17803, 2026-01; an entry updated in place expires a TTL after the key's
-    insert, and its next record is inserted again, into a second file group)."""
+    since early 2026, after apache/hudi#17867; an entry updated in place expires a TTL after the
+    key's insert, and its next record is inserted again, into a second file group)."""
     instant_request: Literal["polled", "blocked"] = "polled"
     """Blocking instant generation: a request for an instant the commit guard holds back is
     answered at once with "not yet" and the task asks again, the guarded creation running apart
