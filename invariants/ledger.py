@@ -271,6 +271,7 @@ def build_ledger(events: Sequence[Event]) -> Ledger:
             records_per_s=float(src["records_per_s"]),
             operation=str(src["operation"]),
             lateness_ms=int(src.get("lateness_ms", 0)),
+            partition_period_ms=int(src.get("partition_period_ms", 0)),
             **_column_group(groups.get(name)),
         )
         offset, index = covered[name]

@@ -176,6 +176,19 @@ class JobSpec(Spec):
     not written for this long reads as unknown and takes the insert path (Flink state TTL on
     processing time, refreshed by every record of the key). 0: never expires (Hudi's default
     from 0.10; 0.9 had 1.5 days, apache/hudi#4508)."""
+    index_global: bool = True
+    """Hudi's ``index.global.enabled`` (``flink_state`` only, default true): a key whose record
+    names another partition than its index entry is deleted from the old partition's file group
+    and inserted into the new partition (``BucketAssignFunction#processRecord``); false: it is
+    inserted into the new partition and its old copy stays. Only a job with
+    ``partition_period_s`` moves keys."""
+    partition_period_s: number_in(0, 86_400) = 0.0
+    """Upsert: the table is partitioned by event time in periods of this many seconds, each key's
+    partition moving to the next one at every period's start (a table partitioned by update
+    time); 0: a key stays in its partition. Only the global Flink state index (``index =
+    "flink_state"``, ``index_global = true``) deletes the old copy of a moved key; under any other
+    index the key stays live in both partitions, which the checkers flag (a key is judged across
+    the table once keys move)."""
     parquet_max_file_size_mb: number_in(0, 1_000_000, open_low=True) = 120.0
     """Hudi's ``write.parquet.max.file.size``: under ``flink_state``, a file group is a small
     file with room for ``(this - its size) / 1024`` more records (1024 bytes: Hudi's record size

@@ -80,6 +80,7 @@ class Job(JobRoles):
             operation=spec.operation,
             columns=tuple(spec.columns),
             ordering_field=spec.ordering_field or ORDERING_FIELD,
+            partition_period_ms=round(spec.partition_period_s * 1000),
         )
         self.layout = FileLayout(
             index,

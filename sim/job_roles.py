@@ -282,6 +282,7 @@ class JobRoles:
             lambda i: uuid_source(self.rng.child(f"assigner-ids:{attempt.epoch}:{i}")),
             ttl_ms=int(self.spec.index_state_ttl_days * MS_PER_DAY),
             refresh=self.context.protocol.index_state_refresh,
+            global_index=self.spec.index_global and self.spec.partition_period_s > 0,
             clock_ms=lambda: int(self.env.now),
             last_pending_instant=lambda: max(
                 coordinator.coordinator.pending_instants, default=None

@@ -274,6 +274,11 @@ class World:
                             "records_per_s": job.source.records_per_s,
                             "operation": job.source.operation,
                             "lateness_ms": job.source.lateness_ms,
+                            **(
+                                {"partition_period_ms": job.source.partition_period_ms}
+                                if job.source.partition_period_ms
+                                else {}
+                            ),
                         },
                     }
                     for job in self.jobs

@@ -8,8 +8,9 @@ file id) in Flink keyed state (``index.type = FLINK_STATE``, the default of Flin
 - any other key takes the insert path (``addInsert``: a small file, the partition's new file, or a
   new file id; :mod:`models.flink.bucket_assigner`), and the state takes the new location.
 
-The testbed's sources never move a key to another partition, so the global index's delete of the
-old copy (``index.global.enabled``) has nothing to do. The records leave with their location in
+A key whose record names another partition (a source with a partition period) is, under the
+global index (``index.global.enabled``, :attr:`StateIndex.global_index`), first deleted at its
+old location (:func:`with_deletes`). The records leave with their location in
 :data:`LOCATION_FILE_ID` (``HoodieRecord#setCurrentLocation``) and its tag in
 :data:`LOCATION_INSTANT` (``"I"``: a new file group; ``"U"``: anything else), and the write tasks
 are chosen by the file id (``keyBy(fileId)``).
@@ -31,8 +32,9 @@ import pyarrow.compute as pc
 
 from models.flink.bucket_assigner import BucketAssigner, BucketType
 from models.flink.key_groups import operator_indexes
+from models.flink.write_buffer import ROW_KIND_COLUMN
 from models.flink.write_files import INSERT_TAG, LOCATION_FILE_ID, LOCATION_INSTANT, UPDATE_TAG
-from models.format.records import PARTITION_FIELD, RECORD_KEY_FIELD
+from models.format.records import PARTITION_FIELD, RECORD_KEY_FIELD, partition_value
 from models.format.records import partition_path as partition_path_of
 
 Location = tuple[str, str]
@@ -63,6 +65,12 @@ class StateIndex:
     written_ms: dict[str, int] = field(default_factory=dict)
     refresh: str = "every_record"
     """When ``processRecord`` writes a key's entry (:data:`INDEX_STATE_REFRESH`)."""
+    global_index: bool = False
+    """``index.global.enabled`` for a job whose keys change partition: a record naming another
+    partition than its key's entry is preceded by a delete of the key at the entry's location
+    (the record with ``RowKind.DELETE``, the old partition and file id, tag ``"U"``), and the
+    record takes the insert path; the output then carries :data:`ROW_KIND_COLUMN`. Off, the
+    record only takes the insert path (a non-global index, or keys that never move)."""
 
     def assign(self, rows: pa.Table, now_ms: int = 0) -> pa.Table:
         """``rows`` with the file id each record goes to (:data:`LOCATION_FILE_ID`) and its tag
@@ -83,7 +91,9 @@ class StateIndex:
             self.written_ms,
         )
         every_record = self.refresh == "every_record"
-        for key, path in zip(rows.column(RECORD_KEY_FIELD).to_pylist(), paths, strict=True):
+        moved: list[tuple[int, Location]] = []
+        keys = rows.column(RECORD_KEY_FIELD).to_pylist()
+        for row, (key, path) in enumerate(zip(keys, paths, strict=True)):
             old = locations.get(key)
             if ttl:
                 if old is not None and written.get(key, now_ms) + ttl <= now_ms:
@@ -97,12 +107,15 @@ class StateIndex:
                 file_ids.append(old[1])
                 tags.append(UPDATE_TAG)
                 continue
+            if old is not None and self.global_index:
+                moved.append((row, old))
             bucket = assigner.add_insert(path)
             locations[key] = (path, bucket.file_id)
             file_ids.append(bucket.file_id)
             tags.append(INSERT_TAG if bucket.bucket_type is BucketType.INSERT else UPDATE_TAG)
         located = rows.append_column(LOCATION_FILE_ID, pa.array(file_ids, pa.string()))
-        return located.append_column(LOCATION_INSTANT, pa.array(tags, pa.string()))
+        located = located.append_column(LOCATION_INSTANT, pa.array(tags, pa.string()))
+        return with_deletes(located, moved) if self.global_index else located
 
     def load(self, locations: Mapping[str, Location], now_ms: int) -> None:
         """Index records (the bootstrap's): each location written into the state at ``now_ms``."""
@@ -114,6 +127,31 @@ class StateIndex:
         """``snapshotState``: a copy of the keyed state; the assigner's bucket map is reset."""
         self.assigner.reset()
         return dict(self.locations)
+
+
+def with_deletes(located: pa.Table, moved: list[tuple[int, Location]]) -> pa.Table:
+    """``located`` with :data:`ROW_KIND_COLUMN`, and before each row of ``moved`` a delete of its
+    key at the old location (its partition value, file id, tag ``"U"``), as the global index's
+    ``out.collect(deleteRecord)`` comes before the record's own."""
+    n = located.num_rows
+    out = located.append_column(ROW_KIND_COLUMN, pa.array(np.zeros(n, bool)))
+    if not moved:
+        return out
+    rows = [row for row, _ in moved]
+    deletes = located.take(pa.array(rows, pa.int64()))
+    columns = {
+        PARTITION_FIELD: pa.array([partition_value(old[0]) for _, old in moved]),
+        LOCATION_FILE_ID: pa.array([old[1] for _, old in moved]),
+        LOCATION_INSTANT: pa.array([UPDATE_TAG] * len(rows)),
+    }
+    for name, values in columns.items():
+        index = deletes.column_names.index(name)
+        target = deletes.schema.field(name)
+        deletes = deletes.set_column(index, target, values.cast(target.type))
+    deletes = deletes.append_column(ROW_KIND_COLUMN, pa.array(np.ones(len(rows), bool)))
+    both = pa.concat_tables([out, deletes])
+    rank = np.concatenate([2 * np.arange(n) + 1, 2 * np.array(rows)])
+    return both.take(pa.array(np.argsort(rank, kind="stable")))
 
 
 def _partition_paths(rows: pa.Table) -> list[str]:
@@ -137,4 +175,4 @@ def restore_locations(
     return {keys[i]: snapshots[keys[i]] for i in np.flatnonzero(owners == task_id).tolist()}
 
 
-__all__ = ["INDEX_STATE_REFRESH", "Location", "StateIndex", "restore_locations"]
+__all__ = ["INDEX_STATE_REFRESH", "Location", "StateIndex", "restore_locations", "with_deletes"]

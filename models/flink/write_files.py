@@ -18,9 +18,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from models.flink.bucket_index import BucketIndex
+from models.flink.write_buffer import ROW_KIND_COLUMN
 from models.format.arrow_strings import decimal_suffixes
 from models.format.commit_metadata import WriteStat
-from models.format.records import PARTITION_FIELD, RECORD_KEY_FIELD, bucket_ids
+from models.format.records import ORDERING_FIELD, PARTITION_FIELD, RECORD_KEY_FIELD, bucket_ids
 from models.format.records import partition_path as partition_path_of
 from models.timeline.instant import Instant
 from models.write.writer import TableWriter
@@ -143,9 +144,12 @@ def write_records(
         if LOCATION_FILE_ID in rows.column_names
         else _bucket_chunks(rows, parts, layout, file_ids)
     )
-    for partition, file_id, tag, chunk in chunks:
+    for partition, file_id, tag, located_chunk in chunks:
+        chunk, deletes = split_deletes(located_chunk)
         if not layout.is_mor:
-            stat = _write_base(writer, instant, partition, file_id, tag, chunk, task_id, handles)
+            stat = _write_base(
+                writer, instant, partition, file_id, tag, (chunk, deletes), task_id, handles
+            )
             if handles is not None:
                 handles[file_id] = stat.path
             stats.append(stat)
@@ -163,7 +167,8 @@ def write_records(
                 instant,
                 partition,
                 file_id,
-                chunk,
+                chunk if chunk.num_rows else None,
+                delete_keys=deletes,
                 task_id=task_id,
                 version=version,
                 name_instant=name_instant,
@@ -172,33 +177,58 @@ def write_records(
     return stats
 
 
+def split_deletes(chunk: pa.Table) -> tuple[pa.Table, pa.Table | None]:
+    """A file group's rows as (records, delete records): rows flagged in :data:`ROW_KIND_COLUMN`
+    (the global index's deletes, ``RowKind.DELETE``) become delete keys with the record's
+    ordering value (``DeleteRecord``), the flag column dropped; None without deletes."""
+    if ROW_KIND_COLUMN not in chunk.column_names:
+        return chunk, None
+    flags = pc.fill_null(chunk.column(ROW_KIND_COLUMN), False)
+    records = chunk.filter(pc.invert(flags)).drop_columns([ROW_KIND_COLUMN])
+    deleted = chunk.filter(flags)
+    if deleted.num_rows == 0:
+        return records, None
+    paths = [partition_path_of(part) for part in deleted.column(PARTITION_FIELD).to_pylist()]
+    keys = pa.table(
+        {
+            "record_key": deleted.column(RECORD_KEY_FIELD),
+            "partition_path": pa.array(paths, pa.string()),
+            "ordering_value": deleted.column(ORDERING_FIELD),
+        }
+    )
+    return records, keys
+
+
 def _write_base(
     writer: TableWriter,
     instant: Instant,
     partition: str,
     file_id: str,
     tag: str | None,
-    chunk: pa.Table,
+    chunk: tuple[pa.Table, pa.Table | None],
     task_id: int,
     handles: dict[str, str] | None,
 ) -> WriteStat:
-    """One copy-on-write file group's flush, by the handle ``FlinkWriteHandleFactory`` picks: the
-    file this task wrote earlier in the instant (a replace handle, whatever the tag); else for a
-    bucket tagged ``"I"`` a create handle (a new base file; a committed one of the same file id
-    is not read, so the new one hides it); else a merge handle, which needs the file group's
-    committed base file (``HoodieMergeHandle#getLatestBaseFile``). Untagged rows (bucket
-    index) merge into whatever is committed."""
+    """One copy-on-write file group's flush (records, delete records), by the handle
+    ``FlinkWriteHandleFactory`` picks: the file this task wrote earlier in the instant (a
+    replace handle, whatever the tag); else for a bucket tagged ``"I"`` a create handle (a new
+    base file, which writes no delete; a committed one of the same file id is not read, so the
+    new one hides it); else a merge handle, which needs the file group's committed base file
+    (``HoodieMergeHandle#getLatestBaseFile``). Untagged rows (bucket index) merge into whatever
+    is committed."""
+    records, deletes = chunk
     previous = None if handles is None else handles.get(file_id)
     if previous is None and tag == INSERT_TAG:
-        return writer.write_base_file(instant, partition, file_id, chunk, task_id=task_id)
+        return writer.write_base_file(instant, partition, file_id, records, task_id=task_id)
     return writer.upsert_base_file(
         instant,
         partition,
         file_id,
-        chunk,
+        records,
         task_id=task_id,
         previous_path=previous,
         require_base=tag is not None,
+        delete_keys=deletes,
     )
 
 

@@ -94,6 +94,11 @@ def partition_path(part: str) -> str:
     return f"{PARTITION_FIELD}={part}"
 
 
+def partition_value(path: str) -> str:
+    """The partition value of a Hive-style partition path (:func:`partition_path`'s inverse)."""
+    return path.split("=", 1)[1]
+
+
 @dataclass(frozen=True)
 class RecordSource:
     """One job's source: which record sits at each offset and when it becomes available."""
@@ -110,6 +115,11 @@ class RecordSource:
     (``value``)."""
     ordering_field: str = ORDERING_FIELD
     """The column holding the group's ordering value (only with ``columns``)."""
+    partition_period_ms: int = 0
+    """Upsert: records are partitioned by event time in periods of this many ms, a key's home
+    partition (its id modulo the partitions) shifted by one every period, so every key moves to
+    the next partition at each period's start (a table partitioned by update time); 0: a key
+    stays in its home partition."""
 
     def __post_init__(self) -> None:
         if self.operation not in OPERATIONS:
@@ -122,6 +132,10 @@ class RecordSource:
             raise ValueError("key_space, partitions and records_per_s must be positive")
         if not 0 <= self.job_index < 100:
             raise ValueError("job_index must be in [0, 100)")
+        if self.partition_period_ms < 0 or (
+            self.partition_period_ms and self.operation != "upsert"
+        ):
+            raise ValueError("partition_period_ms must be >= 0, and moves only upsert keys")
 
     def available(self, elapsed_ms: int) -> int:
         """How many records the upstream (a Kafka topic) holds ``elapsed_ms`` after the start."""
@@ -189,19 +203,21 @@ class RecordSource:
         if len(offsets) == 0:
             return self.schema.empty_table()
         key_ids = self.key_ids(offsets)
-        if self.operation == "upsert":
-            keys = decimal_strings("k", key_ids, 8)
-            part_ids = key_ids % self.partitions
-        else:
-            keys = decimal_strings(f"j{self.job_index}-", offsets, 12)
-            part_ids = (self._hash(offsets, 1) % np.uint64(self.partitions)).astype(np.int64)
-        parts = decimal_strings("p", part_ids, 1)
         late = (
             (self._hash(offsets, 2) % np.uint64(self.lateness_ms + 1)).astype(np.int64)
             if self.lateness_ms
             else np.zeros(len(offsets), np.int64)
         )
         event_ms = np.maximum(self.arrival_ms(offsets) - late, 0)
+        if self.operation == "upsert":
+            keys = decimal_strings("k", key_ids, 8)
+            part_ids = key_ids % self.partitions
+            if self.partition_period_ms:
+                part_ids = (part_ids + event_ms // self.partition_period_ms) % self.partitions
+        else:
+            keys = decimal_strings(f"j{self.job_index}-", offsets, 12)
+            part_ids = (self._hash(offsets, 1) % np.uint64(self.partitions)).astype(np.int64)
+        parts = decimal_strings("p", part_ids, 1)
         ts = event_ms * _TS_SCALE + (offsets % 10_000) * 100 + self.job_index
         common = [
             keys,

@@ -31,15 +31,24 @@ class MissingBaseFileError(HoodieException, RuntimeError):
 RECORD_KEY = "_hoodie_record_key"
 
 
-def merge_handle_rows(old: pa.Table, new: pa.Table, config: TableConfig) -> pa.Table:
+def merge_handle_rows(
+    old: pa.Table, new: pa.Table, config: TableConfig, deletes: pa.Table | None = None
+) -> pa.Table:
     """The rows of the new base file: ``old`` (a base file's rows) merged with ``new`` (incoming
-    rows), both with Hudi's meta columns."""
+    rows), both with Hudi's meta columns, and ``deletes`` (incoming delete records: columns
+    ``record_key``, ``partition_path``, ``ordering_value``), each competing with the old record
+    of its key as the merger says (``HoodieMergeHandle#write``: a winning delete drops it)."""
+    tombstones = [deletes] if deletes is not None and deletes.num_rows else []
     if old.num_rows == 0:
-        return merge_versions([_last_per_key(new)], [], config)
+        return merge_versions([_last_per_key(new)], tombstones, config)
     incoming = _last_per_key(new)
-    winners = merge_versions([old, incoming], [], config)
+    winners = merge_versions([old, incoming], tombstones, config)
     old_keys = old.column(RECORD_KEY).cast(pa.string())
     new_keys = incoming.column(RECORD_KEY).cast(pa.string())
+    if tombstones:
+        new_keys = pa.concat_arrays(
+            [new_keys.combine_chunks(), deletes.column("record_key").combine_chunks()]
+        )
     winner_keys = winners.column(RECORD_KEY).cast(pa.string())
     updated = pc.is_in(old_keys, value_set=new_keys).to_numpy(zero_copy_only=False)
     kept = old.filter(pa.array(~updated))
@@ -51,6 +60,14 @@ def merge_handle_rows(old: pa.Table, new: pa.Table, config: TableConfig) -> pa.T
     return pa.concat_tables(parts, promote_options="permissive")
 
 
+def removed_keys(old: pa.Table, merged: pa.Table) -> int:
+    """How many keys of ``old`` the merge left out (the handle's ``recordsDeleted``, written as
+    the write stat's ``numDeletes``)."""
+    kept = merged.column(RECORD_KEY).cast(pa.string())
+    gone = pc.invert(pc.is_in(old.column(RECORD_KEY).cast(pa.string()), value_set=kept))
+    return len(pc.unique(old.column(RECORD_KEY).filter(gone)))
+
+
 def _last_per_key(rows: pa.Table) -> pa.Table:
     """The last row of each record key, in first-appearance order (``keyToNewRecords.put``)."""
     keys = rows.column(RECORD_KEY).cast(pa.string()).to_numpy(zero_copy_only=False)
@@ -60,4 +77,4 @@ def _last_per_key(rows: pa.Table) -> pa.Table:
     return rows.take(pa.array(last)) if len(last) != len(keys) else rows
 
 
-__all__ = ["MissingBaseFileError", "merge_handle_rows"]
+__all__ = ["MissingBaseFileError", "merge_handle_rows", "removed_keys"]

@@ -54,13 +54,15 @@ def merge_into_previous(
     previous_path: str,
     *,
     task_id: int,
+    delete_keys: pa.Table | None = None,
 ) -> WriteStat:
-    """Write ``records`` into ``file_id`` on top of ``previous_path``, the base file the task wrote
-    for it last (module docstring); return the write status."""
+    """Write ``records`` (and the delete records ``delete_keys``) into ``file_id`` on top of
+    ``previous_path``, the base file the task wrote for it last (module docstring); return the
+    write status."""
     previous = parse_base_file_name(previous_path.rsplit("/", 1)[-1])
     old = decoded_parquet(writer.storage.read(previous_path))
     new = writer.with_meta(instant, partition, "", records, task_id)
-    merged = merge_handle_rows(old, new, writer.table.config)
+    merged = merge_handle_rows(old, new, writer.table.config, delete_keys)
     writer.remember_schema(instant, records)
     if previous.instant_time != instant.requested_time:
         return writer.write_base_file(

@@ -23,6 +23,7 @@ Every method that waits (time generation) returns :data:`models.ports.Steps`; dr
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 
 import pyarrow as pa
 
@@ -47,7 +48,7 @@ from models.write.compaction import run_compaction, schedule_compaction
 from models.write.finalize import finalize_write
 from models.write.heartbeat import HeartbeatClient
 from models.write.markers import DirectWriteMarkers, WriteMarkers, delete_markers
-from models.write.merge_handle import MissingBaseFileError, merge_handle_rows
+from models.write.merge_handle import MissingBaseFileError, merge_handle_rows, removed_keys
 from models.write.mini_batch import merge_into_previous
 from models.write.write_handles import (
     META_COLUMNS,
@@ -218,9 +219,11 @@ class TableWriter:
         task_id: int = 0,
         previous_path: str | None = None,
         require_base: bool = False,
+        delete_keys: pa.Table | None = None,
     ) -> WriteStat:
-        """Copy-on-write upsert: merge ``records`` into the file group's latest committed slice
-        and write the result as a new base file at ``instant`` (a new file group if none).
+        """Copy-on-write upsert: merge ``records`` (and the delete records ``delete_keys``,
+        columns as :meth:`append_log_file` takes them) into the file group's latest committed
+        slice and write the result as a new base file at ``instant`` (a new file group if none).
 
         ``previous_path``: the base file the same task wrote for ``file_id`` since its last
         checkpoint; the records merge into that file instead (a mini-batch,
@@ -229,7 +232,14 @@ class TableWriter:
         :class:`MissingBaseFileError`)."""
         if previous_path is not None:
             return merge_into_previous(
-                self, instant, partition, file_id, records, previous_path, task_id=task_id
+                self,
+                instant,
+                partition,
+                file_id,
+                records,
+                previous_path,
+                task_id=task_id,
+                delete_keys=delete_keys,
             )
         timeline, groups = self.table.file_groups(
             options=self.view_options, only=(partition, file_id)
@@ -246,8 +256,8 @@ class TableWriter:
         else:  # the merge handle streams the base file's records as they are, duplicates too
             old = decoded_parquet(self.storage.read(join(partition, current.base_file.name)))
         new = self.with_meta(instant, partition, "", records, task_id)
-        merged = merge_handle_rows(old, new, self.table.config)
-        return self.write_base_file(
+        merged = merge_handle_rows(old, new, self.table.config, delete_keys)
+        stat = self.write_base_file(
             instant,
             partition,
             file_id,
@@ -256,6 +266,9 @@ class TableWriter:
             prev_commit=current.base_instant,
             keep_meta=True,
         )
+        if delete_keys is None:
+            return stat
+        return replace(stat, num_deletes=removed_keys(old, merged))
 
     def append_log_file(
         self,

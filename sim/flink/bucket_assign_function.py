@@ -98,6 +98,8 @@ class AssignerOptions:
     ready_at_ms: int = 0
     refresh: str = "every_record"
     """When an index entry is written (``[protocol] index_state_refresh``)."""
+    global_index: bool = False
+    """A moved key's old copy is deleted (``index.global.enabled`` for keys that move)."""
 
 
 class BucketAssignTask:
@@ -208,6 +210,7 @@ def assigner_tasks(
             options.ttl_ms,
             {key: written[key] for key in share if key in written},
             options.refresh,
+            options.global_index,
         )
         index.load(
             restore_locations(bootstrapped or {}, task_id, most, parallelism), options.clock_ms()

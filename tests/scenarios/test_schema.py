@@ -78,6 +78,8 @@ DEFAULTS: dict[str, Any] = {
     "jobs.index": "bucket",
     "jobs.index_bootstrap": False,
     "jobs.index_state_ttl_days": 0.0,
+    "jobs.index_global": True,
+    "jobs.partition_period_s": 0.0,
     "jobs.parquet_max_file_size_mb": 120.0,
     "jobs.failover": "region",
     "jobs.columns": (),
@@ -419,6 +421,13 @@ def test_state_index_options_need_the_flink_state_index(option: str, value: str)
     assert_one_line(error, f"jobs[1].{option}", 'index = "flink_state"')
     body = f'{MINIMAL}[[jobs]]\nindex = "flink_state"\n{option} = {value}\n'
     assert getattr(parse_scenario(body).jobs[0], option)
+
+
+def test_only_whole_record_upserts_move_keys_between_partitions() -> None:
+    error = error_of(f'{MINIMAL}[[jobs]]\noperation = "insert"\npartition_period_s = 10\n')
+    assert_one_line(error, "jobs[0].partition_period_s", 'operation = "upsert"')
+    moving = parse_scenario(f"{MINIMAL}[[jobs]]\npartition_period_s = 10\n").jobs[0]
+    assert (moving.partition_period_s, moving.index_global) == (10, True)
 
 
 def test_misspelt_key_is_an_error_not_a_default() -> None:

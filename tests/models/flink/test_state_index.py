@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from models.flink.bucket_assigner import BucketType
 from models.flink.key_groups import operator_index
 from models.flink.state_index import StateIndex, restore_locations
+from models.flink.write_buffer import ROW_KIND_COLUMN
 from models.flink.write_files import LOCATION_FILE_ID, LOCATION_INSTANT
 from models.format.records import SCHEMA
 from tests.conformance.test_bucket_assigner import mock_bucket_assigner
@@ -121,3 +122,32 @@ def test_records_carry_i_for_a_new_file_group_and_u_otherwise():
     # a known key, and an insert into last interval's new file: UPDATE buckets
     assert again.column(LOCATION_INSTANT).to_pylist() == ["U", "U"]
     assert len(set(again.column(LOCATION_FILE_ID).to_pylist())) == 1
+
+
+def test_the_global_index_deletes_a_moved_key_at_its_old_location_before_inserting_it():
+    """``index.global.enabled``: a record naming another partition than its key's entry is
+    preceded by a delete of the key at the entry's location (old partition, old file id, tag
+    "U"), then takes the insert path; every output row carries the delete flag."""
+    index = StateIndex(mock_bucket_assigner(), global_index=True)
+    first = index.assign(records(("k1", "p0"), ("k2", "p0")))
+    assert first.column(ROW_KIND_COLUMN).to_pylist() == [False, False]
+    old_file = first.column(LOCATION_FILE_ID)[0].as_py()
+    moved = index.assign(records(("k2", "p0"), ("k1", "p1")))
+    assert moved.column("key").to_pylist() == ["k2", "k1", "k1"]
+    assert moved.column(ROW_KIND_COLUMN).to_pylist() == [False, True, False]
+    delete = moved.slice(1, 1).to_pylist()[0]
+    assert (delete["part"], delete[LOCATION_FILE_ID], delete[LOCATION_INSTANT]) == (
+        "p0",
+        old_file,
+        "U",
+    )
+    assert index.locations["k1"][0] == "part=p1"
+    assert moved.column(LOCATION_FILE_ID)[2].as_py() != old_file
+
+
+def test_without_the_global_index_a_moved_key_is_only_inserted():
+    index = StateIndex(mock_bucket_assigner())
+    index.assign(records(("k1", "p0")))
+    moved = index.assign(records(("k1", "p1")))
+    assert moved.num_rows == 1 and ROW_KIND_COLUMN not in moved.column_names
+    assert index.locations["k1"][0] == "part=p1"

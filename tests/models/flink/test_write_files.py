@@ -7,10 +7,12 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from models.flink.write_buffer import ROW_KIND_COLUMN
 from models.flink.write_files import (
     LOCATION_FILE_ID,
     LOCATION_INSTANT,
     FileLayout,
+    split_deletes,
     write_records,
 )
 from models.flink.write_task import with_bucket_tag
@@ -105,3 +107,32 @@ def test_a_buckets_rows_all_take_its_first_rows_tag():
     assert with_bucket_tag(rows).column(LOCATION_INSTANT).to_pylist() == ["I", "I", "I"]
     untagged = rows.drop_columns([LOCATION_INSTANT])
     assert with_bucket_tag(untagged) is untagged
+
+
+def with_delete_flags(rows: pa.Table, flags: list[bool]) -> pa.Table:
+    return rows.append_column(ROW_KIND_COLUMN, pa.array(flags))
+
+
+def test_deletes_split_into_delete_keys_with_their_ordering_values():
+    rows = with_delete_flags(located(["a", "b"], "U", ts=7), [True, False])
+    records, deletes = split_deletes(rows.drop_columns([LOCATION_FILE_ID, LOCATION_INSTANT]))
+    assert records.column("key").to_pylist() == ["b"]
+    assert ROW_KIND_COLUMN not in records.column_names
+    assert deletes.to_pylist() == [
+        {"record_key": "a", "partition_path": "part=p0", "ordering_value": 7}
+    ]
+    unflagged = located(["a"], "U").drop_columns([LOCATION_FILE_ID, LOCATION_INSTANT])
+    assert split_deletes(unflagged) == (unflagged, None)
+
+
+def test_a_copy_on_write_merge_drops_a_deleted_key_and_counts_it():
+    """The global index's delete reaches the old file group's merge handle: the next base file
+    leaves the key out and its write stat counts it in ``numDeletes``."""
+    writer, clock = make_writer(COPY_ON_WRITE)
+    flush_and_commit(writer, clock, with_delete_flags(located(["a", "b"], "I"), [False, False]))
+    instant = run(writer.start_commit(), clock)
+    flush = with_delete_flags(located(["a"], "U", ts=10), [True])
+    stats = write_records(writer, instant, flush, task_id=0, layout=LAYOUT, log_versions={})
+    run(writer.commit(instant, stats), clock)
+    assert keys_of(writer) == ["b"]
+    assert [s.num_deletes for s in stats] == [1]

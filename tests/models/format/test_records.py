@@ -267,3 +267,24 @@ def test_bucket_ids_are_hudis():
     assert bucket_ids(pa.array(["k1"]), 7).tolist() == [3397 % 7]
     # "polygenelubricants".hashCode() is Integer.MIN_VALUE: + 31, then the sign bit cleared
     assert bucket_ids(pa.array(["polygenelubricants"]), 1000).tolist() == [31 % 1000]
+
+
+def test_a_partition_period_moves_every_key_to_the_next_partition_at_each_period():
+    """``partition_period_ms``: a key's home partition (its id modulo the partitions) shifted by
+    the periods elapsed at the record's event time."""
+    src = source(partitions=3, records_per_s=100.0, partition_period_ms=1000)
+    rows = src.batch(0, 500)
+    ids = src.key_ids(np.arange(500))
+    periods = src.arrival_ms(np.arange(500)) // 1000
+    expected = [f"p{p}" for p in ((ids % 3 + periods) % 3).tolist()]
+    assert rows.column(PARTITION_FIELD).to_pylist() == expected
+    assert set(periods.tolist()) == {0, 1, 2, 3, 4}
+    still = source(partitions=3, records_per_s=100.0).batch(0, 500)
+    assert rows.column(RECORD_KEY_FIELD).equals(still.column(RECORD_KEY_FIELD))
+
+
+def test_only_upsert_keys_move():
+    with pytest.raises(ValueError, match="partition_period_ms"):
+        source(operation="insert", partition_period_ms=1000)
+    with pytest.raises(ValueError, match="partition_period_ms"):
+        source(partition_period_ms=-1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from models.format.properties import COPY_ON_WRITE
-from models.write.merge_handle import merge_handle_rows
+from models.write.merge_handle import merge_handle_rows, removed_keys
 from tests.table_harness import TableHarness, rows
 
 
@@ -50,3 +50,26 @@ def test_a_deleted_key_is_dropped_with_all_its_old_copies(tmp_path):
     delete = rows(["a"], 2, 0).append_column("_hoodie_is_deleted", pa.array([True]))
     merged = merge_handle_rows(old, with_meta(h, delete), h.table.config)
     assert pairs(merged) == [("b", 1)]
+
+
+def deletes(keys: list[str], ordering: int) -> pa.Table:
+    """Delete records as the Flink write path hands them over (``split_deletes``)."""
+    return pa.table(
+        {
+            "record_key": pa.array(keys, pa.string()),
+            "partition_path": pa.array(["p=1"] * len(keys), pa.string()),
+            "ordering_value": pa.array([ordering] * len(keys), pa.int64()),
+        }
+    )
+
+
+def test_delete_records_drop_older_keys_and_lose_to_newer_ones(tmp_path):
+    """The global index's deletes meet the old records in the merge: a delete with a greater
+    ordering value drops the key, an older one keeps it (event-time ordering); the handle counts
+    the keys it left out (``numDeletes``)."""
+    h = TableHarness(tmp_path / "t", COPY_ON_WRITE)
+    old = with_meta(h, pa.concat_tables([rows(["a"], 1, 1), rows(["b"], 9, 1), rows(["c"], 1, 1)]))
+    new = with_meta(h, rows(["c"], 2, 2))
+    merged = merge_handle_rows(old, new, h.table.config, deletes(["a", "b"], 5))
+    assert pairs(merged) == [("b", 1), ("c", 2)]
+    assert removed_keys(old, merged) == 1
