@@ -18,7 +18,14 @@ from functools import cached_property
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from invariants.committed_rows import TIME, CommittedRows, file_records, rows_table
+from invariants.committed_rows import (
+    KEY,
+    TIME,
+    CommittedRows,
+    file_records,
+    rows_table,
+    tombstones,
+)
 from invariants.raw_files import (
     CommittedTableError,
     DataFile,
@@ -110,7 +117,9 @@ class CommittedTable:
         files: list[DataFile] = []
         owners: list[RawInstant] = []
         parts: list[pa.Table] = []
+        bases: dict[tuple[str, str], DataFile] = {}  # a file group's last committed base file
         for instant in self.writes():
+            deletes = dict(instant.deletes)
             for f in instant.files:
                 if f.path not in self.files:
                     continue  # listed but gone: the records are lost, which the checkers see
@@ -125,7 +134,47 @@ class CommittedTable:
                     )
                     if own.num_rows:
                         parts.append(own)
+                previous = None if f.is_log else bases.get((f.partition, f.file_id))
+                if previous is not None and deletes.get(f.path):
+                    parts.extend(self._merge_deletes(previous, f, index, instant, deletes[f.path]))
+                if not f.is_log:
+                    bases[(f.partition, f.file_id)] = f
         return CommittedRows(rows_table(parts), tuple(files), tuple(owners))
+
+    def _merge_deletes(
+        self, previous: DataFile, f: DataFile, index: int, instant: RawInstant, count: int
+    ) -> list[pa.Table]:
+        """Tombstones at ``instant`` for the keys a copy-on-write merge left out of base file
+        ``f`` (its write stat counts ``count`` deletes): the keys of the file group's previous
+        base file that ``f`` lacks, when there are no more of them than the stat counts (more
+        are keys the merge lost, which the checkers must see as still committed). Each ranks
+        just above the version it removed (the next integer ordering value; an equal one for
+        other types), so it beats that version and nothing newer, in any merge order."""
+        ordering = self.config.ordering_fields[0] if self.config.ordering_fields else None
+        old = self._base_rows(previous)
+        new = self._base_rows(f).column(KEY)
+        gone = old.filter(pc.invert(pc.is_in(old.column(KEY), value_set=new)))
+        if not 0 < len(pc.unique(gone.column(KEY))) <= count:
+            return []
+        values = (
+            _just_above(gone.column(ordering))
+            if ordering is not None and ordering in gone.column_names
+            else pa.nulls(gone.num_rows)
+        )
+        keys = pa.table(
+            {
+                "record_key": gone.column(KEY),
+                "partition_path": pa.nulls(gone.num_rows, pa.string()),
+                "ordering_value": values,
+            }
+        )
+        return [tombstones(keys, f.partition, index, instant.requested, ordering)]
+
+    def _base_rows(self, f: DataFile) -> pa.Table:
+        parts = list(file_records(self.table, self.read_cache, f, -1, only=None))
+        if not parts:
+            return pa.table({KEY: pa.array([], pa.string())})
+        return pa.concat_tables(parts, promote_options="permissive")
 
     def file_rows(self, path: str) -> pa.Table:
         """Every record of one data file (any file, committed or not) as normalized rows, with
@@ -164,6 +213,13 @@ class CommittedTable:
         while sum(t.num_rows for t in self._reads.values()) > READ_CACHE_ROWS and self._reads:
             del self._reads[next(iter(self._reads))]
         return snapshot
+
+
+def _just_above(values: pa.ChunkedArray) -> pa.ChunkedArray:
+    """The next integer ordering value (the values themselves for other types)."""
+    if pa.types.is_integer(values.type):
+        return pc.add(values, pa.scalar(1, values.type))
+    return values
 
 
 def _fingerprint(table: HudiTable) -> tuple[object, ...]:

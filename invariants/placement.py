@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from invariants.committed import CommittedTable, load_committed
-from invariants.committed_rows import KEY, PARTITION, CommittedRows
+from invariants.committed_rows import DELETED, KEY, PARTITION, CommittedRows
 from invariants.instant_events import events_of, instant_events
 from invariants.verdict import Verdict, Violation
 from models.history import Event
@@ -101,7 +101,10 @@ def _wrong_partition(committed: CommittedTable, rows: CommittedRows) -> np.ndarr
     if expected is None or rows.table.num_rows == 0:
         return np.zeros(rows.table.num_rows, bool)
     same = pc.equal(expected, rows.table.column(PARTITION))
-    return ~pc.fill_null(same, False).to_numpy(zero_copy_only=False)
+    wrong = ~pc.fill_null(same, False).to_numpy(zero_copy_only=False)
+    # a delete block's entry has a partition path, not partition fields: not a record here
+    tombstone = pc.and_(rows.table.column(DELETED), pc.is_null(expected))
+    return wrong & ~pc.fill_null(tombstone, False).to_numpy(zero_copy_only=False)
 
 
 @dataclass(frozen=True)

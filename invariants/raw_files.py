@@ -111,6 +111,9 @@ class RawInstant:
     files: tuple[DataFile, ...] = ()
     plan: CompactionPlan | None = field(default=None, compare=False)
     operation: str = ""
+    deletes: tuple[tuple[str, int], ...] = ()
+    """(base file path, ``numDeletes``) of each write stat whose base file a copy-on-write merge
+    wrote with records deleted: the file leaves those keys out of its file group."""
 
     @property
     def completed(self) -> bool:
@@ -232,7 +235,17 @@ def _raw_instant(
         _listed_files(meta) if meta is not None else (),
         plan,
         meta.operation_type if meta is not None else "",
+        _base_file_deletes(meta) if meta is not None else (),
     )
+
+
+def _base_file_deletes(meta: CommitMetadata) -> tuple[tuple[str, int], ...]:
+    found = []
+    for stat in meta.write_stats():
+        parsed = parse_data_file(stat.path) if stat.path else None
+        if stat.num_deletes and parsed is not None and not parsed.is_log:
+            found.append((stat.path, stat.num_deletes))
+    return tuple(sorted(found))
 
 
 def _decode(reader: Any, data: bytes, what: str) -> Any:

@@ -9,6 +9,7 @@ checkpoints, commit events); the checker tests of this package use it too.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import weakref
 from typing import Any
@@ -19,7 +20,7 @@ import pyarrow.compute as pc
 import pytest
 
 from invariants.committed import load_committed
-from invariants.committed_rows import TIME
+from invariants.committed_rows import DELETED, KEY, TIME
 from invariants.ledger import build_ledger
 from invariants.time_travel import travel_points
 from models.flink.write_files import bucket_file_id
@@ -252,3 +253,45 @@ def test_a_table_without_commits_has_no_rows_and_no_points():
     assert committed.rows.table.num_rows == 0
     assert travel_points(committed) == []
     assert committed.latest_completion is None
+
+
+def p1_rows(t: SimTable, start: int, stop: int) -> pa.Table:
+    rows = t.records(start, stop)
+    return rows.filter(pc.equal(rows.column("part"), "p1"))
+
+
+def delete_keys(keys: list[str], ordering: int) -> pa.Table:
+    return pa.table(
+        {
+            "record_key": pa.array(keys, pa.string()),
+            "partition_path": pa.array(["part=p1"] * len(keys), pa.string()),
+            "ordering_value": pa.array([ordering] * len(keys), pa.int64()),
+        }
+    )
+
+
+def test_keys_a_copy_on_write_merge_deleted_are_read_as_tombstones_at_its_commit():
+    """A base file written with ``numDeletes`` = n that lacks n keys of its file group's
+    previous base file: those keys get a tombstone at its commit, ranked just above the removed
+    version; a file lacking more keys than its count is left as it is (keys lost, not deleted)."""
+    t = SimTable(table_type=COPY_ON_WRITE)
+    rows = p1_rows(t, 0, 40)
+    keys = sorted(set(rows.column("key").to_pylist()))
+    t.write(rows)
+    file_id, path = bucket_file_id(1, 0), partition_path("p1")
+    instant = t.start()
+    stat = t.writer.upsert_base_file(
+        instant, path, file_id, rows.slice(0, 0), delete_keys=delete_keys(keys[:1], 10**12)
+    )
+    assert stat.num_deletes == 1
+    deleted = t.commit(instant, [stat])
+    table = load_committed(t.table).rows.table
+    gone = table.filter(table.column(DELETED))
+    assert gone.column(KEY).to_pylist() == keys[:1]
+    assert gone.column(TIME).to_pylist() == [deleted.requested_time]
+    instant = t.start()
+    kept = rows.filter(pc.invert(pc.is_in(rows.column("key"), pa.array(keys[:3]))))
+    lossy = t.writer.write_base_file(instant, path, file_id, kept)
+    t.commit(instant, [dataclasses.replace(lossy, num_deletes=1)])
+    table = load_committed(t.table).rows.table
+    assert table.filter(table.column(DELETED)).column(KEY).to_pylist() == keys[:1]

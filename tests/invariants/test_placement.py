@@ -98,3 +98,26 @@ def test_append_mode_inserts_carry_no_bucket():
     t = SimTable(operation="insert")
     t.write(t.records(0, 60))  # a file group per partition, named after the instant
     assert check_placement(t.events, t.table).ok
+
+
+def test_a_delete_blocks_entries_are_not_records_placed_by_their_fields():
+    """A delete block's entry carries a partition path, not partition fields (the global index's
+    delete of a moved key): the partition rule judges records only."""
+    t = SimTable()
+    rows = t.records(0, 60)
+    write_by_bucket(t, rows)
+    p1 = rows.filter(pc.equal(rows.column("part"), "p1"))
+    key = p1.column("key")[0].as_py()
+    deletes = pa.table(
+        {
+            "record_key": pa.array([key]),
+            "partition_path": pa.array(["part=p1"]),
+            "ordering_value": pa.array([10**12], pa.int64()),
+        }
+    )
+    instant = t.start()
+    file_id = bucket_file_id(1, key_bucket(key, BUCKETS))
+    stat = t.writer.append_log_file(instant, "part=p1", file_id, delete_keys=deletes, task_id=0)
+    t.commit(instant, [stat])
+    verdict = check_placement(t.events, t.table)
+    assert verdict.ok, verdict.violations

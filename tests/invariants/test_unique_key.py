@@ -84,3 +84,24 @@ def test_append_mode_inserts_are_not_judged():
     ]
     t.commit(instant, stats)
     assert check_unique_key(t.events, t.table).ok
+
+
+def test_once_keys_move_a_key_in_two_partitions_is_flagged_across_the_table():
+    """A job whose keys change partition (setup ``partition_period_ms``) runs the global index,
+    which keeps one copy per key in the table: the same key committed in two partitions is a
+    violation there, and only there."""
+    for moving in (False, True):
+        t = SimTable()
+        if moving:
+            t.events[0].value["jobs"][0]["source"]["partition_period_ms"] = 1000
+        rows = keys_of_p1(t, 0, 20)
+        t.write(rows)
+        elsewhere = rows.set_column(
+            rows.column_names.index("part"), "part", pa.array(["p0"] * rows.num_rows)
+        )
+        t.write(elsewhere)
+        verdict = check_unique_key(t.events, t.table)
+        assert verdict.ok is not moving
+        if moving:
+            assert "two file groups of the table" in verdict.violations[-1].why
+            assert "part=p0/" in verdict.violations[-1].why
