@@ -107,6 +107,7 @@ VARIANTS += (
         {"protocol": {"index_state_refresh": "every_record"}},
         duration_s=40,  # the first entries expire at 25.9 s
     ),
+    Variant("non_global_index_moving_keys", {"jobs": {"index_global": True}}),
     Variant("blocked_instant_requests", {"protocol": {"instant_request": "polled"}}),
     Variant("occ_recommit_baseline", {"protocol": {"recommit_baseline": "job"}}),
     Variant("release_1_1_write_errors", {"protocol": {"release": "latest"}}),
