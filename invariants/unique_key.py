@@ -147,7 +147,8 @@ def _describe(
         if int(per_group.codes[row]) in groups:
             first_by_group.setdefault(int(per_group.codes[row]), row)
     key = rows.table.column(KEY)[int(mine[0])].as_py()
-    partition = rows.table.column(PARTITION)[int(mine[0])].as_py()
+    first = min(first_by_group.values(), default=int(mine[0]))
+    partition = rows.table.column(PARTITION)[first].as_py()
     parts = []
     instants = set()
     for row in first_by_group.values():

@@ -309,6 +309,16 @@ PRESETS: dict[str, dict[str, Preset]] = {
             "the remedy",
         ),
     },
+    "index_bootstrap_deletes": {
+        release: Preset(
+            "loaded",
+            "BootstrapOperator#loadRecords sends every key of a slice's logs, deletes included "
+            "(HoodieMergedLogRecordScanner#processNextDeletedRecord keeps them; master's file "
+            "group reader runs with emitDelete): no Hudi release skips them, a finding of the "
+            "testbed (global_index_bootstrap_deleted_copy), related to apache/hudi#4508",
+        )
+        for release in RELEASES
+    },
     "failed_writes_cleaning": {
         "1.0": Preset(
             "auto",

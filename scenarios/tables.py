@@ -277,6 +277,11 @@ class ProtocolSpec(Spec):
     refresh the index"), or only when the key's location changes (location_change: Hudi master
     since early 2026, after apache/hudi#17867; an entry updated in place expires a TTL after the
     key's insert, and its next record is inserted again, into a second file group)."""
+    index_bootstrap_deletes: Literal["loaded", "skipped"] = "loaded"
+    """The Flink state index's bootstrap (``index_bootstrap``) sends a key whose last log entry
+    in a file slice is a delete like any key of the slice (loaded: every Hudi release; the last
+    location a key gets wins, so with the global index a moved key's old location can replace
+    its live one), or leaves it out (skipped: a bootstrap of live keys only, the remedy)."""
     instant_request: Literal["polled", "blocked"] = "polled"
     """Blocking instant generation: a request for an instant the commit guard holds back is
     answered at once with "not yet" and the task asks again, the guarded creation running apart
@@ -403,7 +408,9 @@ class SimSpec(Spec):
         return self
 
 
-RECORDED_WHEN_SET = frozenset({"marker_write_failure", "marker_answer", "index_state_refresh"})
+RECORDED_WHEN_SET = frozenset(
+    {"marker_write_failure", "marker_answer", "index_state_refresh", "index_bootstrap_deletes"}
+)
 """Switches a history's ``setup`` event names only when a run departs from the real rule (a
 run on the real rules records none of them)."""
 

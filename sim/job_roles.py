@@ -307,7 +307,13 @@ class JobRoles:
         mark = storage.usage()
         timeline, groups = table.file_groups(options=options)
         last = self.assigner_snapshots.last_pending(restored)
-        loaded = bootstrap_index(table, timeline, latest_file_slices(groups), last)
+        loaded = bootstrap_index(
+            table,
+            timeline,
+            latest_file_slices(groups),
+            last,
+            self.context.protocol.index_bootstrap_deletes,
+        )
         duration_ms = -(-storage.latency_since(mark) // parallelism)
         self.history.ok(
             self.name,

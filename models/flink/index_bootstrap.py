@@ -26,8 +26,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import pyarrow as pa
-
 from models.flink.state_index import Location
 from models.format.log_blocks import CommandBlock, DataBlock, DeleteBlock
 from models.storage import join
@@ -60,14 +58,23 @@ def latest_commit_after(timeline: Timeline, last_instant_time: str | None) -> st
     return max(done) if done else None
 
 
+INDEX_BOOTSTRAP_DELETES = ("loaded", "skipped")
+"""``[protocol] index_bootstrap_deletes``: a key whose last log entry in a slice is a delete is
+sent like any key (every release: the log scanner's records, and master's file group reader with
+``emitDelete``), or left out (a bootstrap that reads only the slice's live keys)."""
+
+
 def bootstrap_index(
     table: HudiTable,
     timeline: Timeline,
     slices: Sequence[FileSlice],
     last_instant_time: str | None,
+    deletes: str = "loaded",
 ) -> IndexBootstrap:
     """``BootstrapOperator#preLoadIndexRecords`` over the committed latest ``slices`` of
-    ``timeline``: every key each slice holds, with the slice's (partition, file id)."""
+    ``timeline``: every key each slice holds, with the slice's (partition, file id), in the
+    order the slices are read (the assigner keeps the last location it gets for a key); a key
+    deleted in the slice's logs too, unless ``deletes`` is ``"skipped"``."""
     loaded = latest_commit_after(timeline, last_instant_time)
     if loaded is None:
         return IndexBootstrap(None, {})
@@ -76,20 +83,24 @@ def bootstrap_index(
         if file_slice.base_instant > loaded:
             continue
         location = (file_slice.partition, file_slice.file_id)
-        for keys in _slice_keys(table, timeline, file_slice, loaded):
-            locations.update(dict.fromkeys(keys.to_pylist(), location))
+        keys = _slice_keys(table, timeline, file_slice, loaded, skip_deleted=deletes == "skipped")
+        locations.update(dict.fromkeys(keys, location))
     return IndexBootstrap(loaded, locations)
 
 
 def _slice_keys(
-    table: HudiTable, timeline: Timeline, file_slice: FileSlice, loaded: str
-) -> list[pa.Array]:
+    table: HudiTable, timeline: Timeline, file_slice: FileSlice, loaded: str, *, skip_deleted: bool
+) -> list[str]:
     """The record keys of a slice's base file, then of its logs' committed data and delete
-    blocks up to ``loaded`` (a rolled-back block is skipped, as the log scanner skips it)."""
-    out, config = [], table.config
+    blocks up to ``loaded`` (a rolled-back block is skipped, as the log scanner skips it), in
+    that order; ``skip_deleted``: without the keys whose last entry is a delete."""
+    config = table.config
+    live: dict[str, bool] = {}
     if file_slice.base_file is not None:
         data = table.storage.read(join(file_slice.partition, file_slice.base_file.name))
-        out.append(record_key_column(decoded_parquet(data), config).combine_chunks())
+        live.update(
+            dict.fromkeys(record_key_column(decoded_parquet(data), config).to_pylist(), True)
+        )
     for log in file_slice.log_files:
         blocks = decoded_log_blocks(table.storage.read(join(file_slice.partition, log.name)))
         rolled_back = {b.target_instant_time for b in blocks if isinstance(b, CommandBlock)}
@@ -98,10 +109,18 @@ def _slice_keys(
             if instant in rolled_back or instant > loaded or not timeline.is_completed(instant):
                 continue
             if isinstance(block, DataBlock):
-                out.append(record_key_column(block.records, config).combine_chunks())
+                live.update(
+                    dict.fromkeys(record_key_column(block.records, config).to_pylist(), True)
+                )
             elif isinstance(block, DeleteBlock):
-                out.append(block.keys.column("record_key").combine_chunks())
-    return out
+                live.update(dict.fromkeys(block.keys.column("record_key").to_pylist(), False))
+    return [key for key, alive in live.items() if alive or not skip_deleted]
 
 
-__all__ = ["COMMIT_ACTIONS", "IndexBootstrap", "bootstrap_index", "latest_commit_after"]
+__all__ = [
+    "COMMIT_ACTIONS",
+    "INDEX_BOOTSTRAP_DELETES",
+    "IndexBootstrap",
+    "bootstrap_index",
+    "latest_commit_after",
+]

@@ -54,10 +54,10 @@ class StateIndex:
     entry not written for ``ttl_ms`` reads as absent (``TtlUtils#expired``: written + ttl <=
     now), so its key takes the insert path. A write refreshes the entry: ``processRecord``
     writes the state for every record ("always refresh the index", Hudi 1.0 and 1.1:
-    ``refresh = "every_record"``), or only when the key's location changes (``"location_change"``:
-    master's ``BucketAssignFunction#processRecord`` since early 2026, after apache/hudi#17867,
-    read at 060bcfcd and, after #18759, 1bbaae90),
-    so an entry updated in place expires ``ttl_ms`` after the key's last move."""
+    ``refresh = "every_record"``), or only when the key's location changes
+    (``"location_change"``: master's ``BucketAssignFunction#processRecord`` since early 2026,
+    after apache/hudi#17867, read at 060bcfcd and, after #18759, 1bbaae90), so an entry updated
+    in place expires ``ttl_ms`` after the key's last move."""
 
     assigner: BucketAssigner
     locations: dict[str, Location] = field(default_factory=dict)

@@ -102,6 +102,7 @@ EXPECTED = {
     "flink_state_ttl_refreshed": (),
     "flink_state_ttl_not_refreshed": ("merge_convergence", "no_data_loss", "unique_key"),
     "global_index_moving_keys": (),
+    "global_index_bootstrap_deleted_copy": ("merge_convergence", "no_data_loss", "unique_key"),
     "global_index_moving_keys_cow": (),
     "non_global_index_moving_keys": ("merge_convergence", "no_data_loss", "unique_key"),
     "occ_cow_low": (

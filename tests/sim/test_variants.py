@@ -118,6 +118,11 @@ VARIANTS += (
         {"protocol": {"restored_events_resend": "every_attempt"}},
         finding=True,
     ),
+    Variant(
+        "global_index_bootstrap_deleted_copy",
+        {"protocol": {"index_bootstrap_deletes": "skipped"}},
+        finding=True,
+    ),
 )
 BY_NAME = {v.scenario: v for v in VARIANTS}
 

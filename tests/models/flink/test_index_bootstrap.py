@@ -83,3 +83,34 @@ def test_latest_commit_after_ignores_pending_and_non_commit_actions(tmp_path):
     timeline = HudiTable(h.storage).file_groups()[0]
     assert latest_commit_after(timeline, None) == d1.requested_time
     assert latest_commit_after(timeline, d1.requested_time) is None
+
+
+def test_a_key_deleted_in_one_slice_and_live_in_another_keeps_the_last_slice_read(tmp_path):
+    """Every release sends a deleted key like any (``loaded``): the slice read last wins, even
+    when the key lives elsewhere; ``skipped`` sends live keys only, so the live copy's slice
+    wins whatever the order."""
+    h = TableHarness(tmp_path)
+    w = h.writer
+    first = h.start()
+    h.commit(first, [w.append_log_file(first, "p=2", FG_B, rows(["k"], 1, 1, part="p=2"))])
+    moved = h.start()
+    deletes = pa.table(
+        {
+            "record_key": pa.array(["k"], pa.string()),
+            "partition_path": pa.array(["p=2"], pa.string()),
+            "ordering_value": pa.array([2], pa.int64()),
+        }
+    )
+    h.commit(
+        moved,
+        [
+            w.append_log_file(moved, "p=1", FG_A, rows(["k"], 2, 2)),
+            w.append_log_file(moved, "p=2", FG_B, delete_keys=deletes),
+        ],
+    )
+    table = HudiTable(h.storage)
+    timeline, groups = table.file_groups()
+    slices = latest_file_slices(groups)
+    assert bootstrap_index(table, timeline, slices, None).locations == {"k": ("p=2", FG_B)}
+    live = bootstrap_index(table, timeline, slices, None, "skipped")
+    assert live.locations == {"k": ("p=1", FG_A)}
