@@ -201,7 +201,8 @@ def test_explore_catches_every_known_bad_variant_elsewhere(name, tmp_path):
     catalog scenarios: restart_before_bootstrap 22, partial_buffer_snapshot and
     release_1_1_partial_buffers 96 (the same search: the switch is the release's); the marker
     variants on the object-store profile: marker_answer_before_write 8 (marker_flush_swallowed:
-    :data:`ELSEWHERE_MISSES`)."""
+    :data:`ELSEWHERE_MISSES`); the index's later ones: flink_state_ttl_not_refreshed 2,
+    non_global_index_moving_keys 2, the finding global_index_bootstrap_deleted_copy 22."""
     source = tmp_path / f"{name}_elsewhere.toml"
     source.write_text(tomli_w.dumps(elsewhere(name)))
     summary = explore_cli(source, tmp_path / "search", examples=EXAMPLES, shrink_runs=60)
