@@ -86,8 +86,8 @@ class AssignerOptions:
     """What every assigner subtask of a job is built with: the write ``profile``, Flink's max
     parallelism, a file-id source per subtask, the index state TTL (0: none) with the task
     managers' processing time, the coordinator's last pending instant (for snapshots), when
-    the index bootstrap is done (``ready_at_ms``: records wait until then), and when an entry is
-    written (``refresh``)."""
+    the index bootstrap is done (``ready_at_ms``: records wait until then), when an entry is
+    written (``refresh``), and whether a moved key's old copy is deleted (``global_index``)."""
 
     profile: TableWriteProfile
     max_parallelism: int
