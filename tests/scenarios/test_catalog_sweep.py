@@ -79,7 +79,8 @@ def real_rule_twin(data: dict[str, Any]) -> dict[str, Any]:
       copy-on-write upsert job on ``async`` becomes ``blocking`` (Hudi 1.1 keeps those blocking);
       several jobs under OCC run under NBCC (OCC between Flink jobs on the same file groups
       restarts the losing job forever, apache/hudi#19046: inherent, not a switch); the Flink
-      state index's entries never expire (no ``index_state_ttl_days``, Hudi's default).
+      state index's entries never expire (no ``index_state_ttl_days``, Hudi's default) and its
+      index is global (no ``index_global``, Hudi's default ``index.global.enabled``).
 
     ``[expect] violations`` becomes empty.
     """
@@ -106,6 +107,7 @@ def real_rule_twin(data: dict[str, Any]) -> dict[str, Any]:
             mode = "blocking"
         job["instant_generation"] = mode
         job.pop("index_state_ttl_days", None)
+        job.pop("index_global", None)
         if occ_jobs > 1:
             job["concurrency"] = "nbcc"
         jobs.append(job)
