@@ -86,6 +86,7 @@ EXPECTED = {
     "rescale_restored_id": ("exactly_once", "no_data_loss"),
     "release_1_1_rescale": ("exactly_once", "liveness", "no_data_loss"),
     "release_1_1_write_errors": ("exactly_once", "liveness", "no_data_loss"),
+    "release_1_1_rolled_back_insert": ("exactly_once", "liveness", "no_data_loss"),
     "object_store_faults": (),
     "write_errors": (),
     "timeline_server_markers": (),

@@ -111,6 +111,7 @@ VARIANTS += (
     Variant("blocked_instant_requests", {"protocol": {"instant_request": "polled"}}),
     Variant("occ_recommit_baseline", {"protocol": {"recommit_baseline": "job"}}),
     Variant("release_1_1_write_errors", {"protocol": {"release": "latest"}}),
+    Variant("release_1_1_rolled_back_insert", {"protocol": {"release": "latest"}}),
     Variant("marker_flush_swallowed", {"protocol": {"marker_write_failure": "fail"}}),
     Variant("marker_answer_before_write", {"protocol": {"marker_answer": "after_write"}}),
     Variant(
