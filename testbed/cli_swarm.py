@@ -53,8 +53,9 @@ def swarm(
     Each seed switches every feature on or off at random and draws its value within the
     documented bounds (docs/scenarios.md, "Swarm"): table type, partitions and buckets, merge
     mode, jobs and writers, async or blocking instant generation, operation, concurrency,
-    failover, mini-batch flushes, empty commits, compaction, clock skew and drift, latencies,
-    heartbeats, and each fault kind with its rate. The same seed always draws the same
+    failover, mini-batch flushes, empty commits, compaction, the index (bucket, or Flink's state
+    index with bootstrap, small files and keys that change partition), clock skew and drift,
+    latencies, heartbeats, and each fault kind with its rate. The same seed always draws the same
     scenario. Rows go to <out>/swarm.parquet/ as each chunk finishes; every failing seed gets
     <out>/failing/swarm_<seed>/scenario.toml (replay it with testbed run) and, for the first
     20, its minimal counterexample; <out>/summary.json and report.html say which parameters

@@ -151,7 +151,29 @@ def _job(rng: Rng, index: int, count: int, cow: bool, operation: str) -> dict[st
         job["checkpoint_timeout_s"] = float(rng.randint(30, 59))
     if index == 0 and rng.bernoulli(0.5):
         job["compaction_every_commits"] = rng.randint(1, 6)
+    if count == 1 and operation == "upsert":
+        job.update(_state_index(rng.child("index"), mor=not cow))
     return job
+
+
+def _state_index(rng: Rng, *, mor: bool) -> dict[str, Any]:
+    """A lone upsert job on Flink's state index half the time (NBCC between jobs requires the
+    bucket index): index bootstrap, small files that fill up within a run and keys that change
+    partition (the global index, Hudi's default), each half the time. Never ``index_state_ttl_days``
+    (an entry that expires while its key is live sends the key to a second file group:
+    ``flink_state_ttl``), nor the bootstrap with moving keys on MERGE_ON_READ (it loads the keys of
+    delete blocks: the finding ``global_index_bootstrap_deleted_copy``)."""
+    if not rng.bernoulli(0.5):
+        return {}
+    index: dict[str, Any] = {"index": "flink_state"}
+    if rng.child("bootstrap").bernoulli(0.5):
+        index["index_bootstrap"] = True
+    if rng.child("small_files").bernoulli(0.5):
+        index["parquet_max_file_size_mb"] = round(rng.child("file_size").uniform(0.02, 0.1), 3)
+    moves = rng.child("partition_moves")
+    if moves.bernoulli(0.5) and not (mor and index.get("index_bootstrap")):
+        index["partition_period_s"] = float(moves.randint(5, 20))
+    return index
 
 
 RATE_DRAWS: dict[str, Callable[[Rng], float | int]] = {
@@ -247,7 +269,7 @@ def swarm_parameters(scenario: Scenario) -> dict[str, str]:
     default_job = JobSpec()
     for job in scenario.jobs:
         name = job.name
-        for key in ("instant_generation", "operation", "concurrency", "failover"):
+        for key in ("instant_generation", "operation", "concurrency", "failover", "index"):
             features[f"{name}.{key}"] = str(getattr(job, key))
         features[f"{name}.writers"] = str(job.writers)
         features[f"{name}.eager_flush"] = _on(
@@ -257,6 +279,11 @@ def swarm_parameters(scenario: Scenario) -> dict[str, str]:
         features[f"{name}.checkpoint_timeout"] = _on(
             job.checkpoint_timeout_s != default_job.checkpoint_timeout_s
         )
+        features[f"{name}.index_bootstrap"] = _on(job.index_bootstrap)
+        features[f"{name}.small_files"] = _on(
+            job.parquet_max_file_size_mb != default_job.parquet_max_file_size_mb
+        )
+        features[f"{name}.partition_moves"] = _on(job.partition_period_s)
     for rate in RATE_DRAWS:
         features[f"faults.{rate}"] = _on(getattr(faults, rate))
     kinds = {entry.kind for entry in faults.schedule}

@@ -61,6 +61,14 @@ def test_draws_stay_inside_the_supported_configurations():
                 (job,) = [j for j in jobs if j.name == entry.target]
                 assert entry.option("writers") >= job.writers
         assert all(job.checkpoint_timeout_s >= 30 for job in jobs)
+        for job in jobs:  # Flink's state index: a lone upsert job, never a TTL nor the finding
+            if job.index == "flink_state":
+                assert len(jobs) == 1 and job.operation == "upsert"
+                assert job.index_global and not job.index_state_ttl_days
+                mor = scenario.table.type == "MERGE_ON_READ"
+                assert not (mor and job.index_bootstrap and job.partition_period_s)
+            else:
+                assert not job.partition_period_s
 
 
 def test_every_feature_is_switched_both_ways_across_seeds():
@@ -71,5 +79,7 @@ def test_every_feature_is_switched_both_ways_across_seeds():
     job0 = {name: values for name, values in seen.items() if not name.startswith("job")}
     assert all(len(values) >= 2 for values in job0.values()), job0
     assert {"1", "2", "3"} <= seen["jobs"]
-    for name in ("job0.instant_generation", "job0.operation", "job0.concurrency"):
+    for name in ("job0.instant_generation", "job0.operation", "job0.concurrency", "job0.index"):
         assert len(seen[name]) == 2, name
+    for name in ("job0.index_bootstrap", "job0.small_files", "job0.partition_moves"):
+        assert seen[name] == {"on", "off"}, name
