@@ -23,6 +23,7 @@ Hudi 1.1 ``FlinkMergeAndReplaceHandle`` (unchanged in its replace steps since ap
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -33,7 +34,7 @@ from models.storage import join
 from models.timeline.instant import Instant
 from models.view.filenames import parse_base_file_name
 from models.view.reader import decoded_parquet
-from models.write.merge_handle import merge_handle_rows
+from models.write.merge_handle import merge_handle_rows, removed_keys
 from models.write.write_handles import with_file_name, write_data_file
 
 if TYPE_CHECKING:
@@ -58,14 +59,15 @@ def merge_into_previous(
 ) -> WriteStat:
     """Write ``records`` (and the delete records ``delete_keys``) into ``file_id`` on top of
     ``previous_path``, the base file the task wrote for it last (module docstring); return the
-    write status."""
+    write status, whose ``num_deletes`` counts the keys of the previous file the merge left out
+    (the replace handle is a ``HoodieMergeHandle``: its ``recordsDeleted``)."""
     previous = parse_base_file_name(previous_path.rsplit("/", 1)[-1])
     old = decoded_parquet(writer.storage.read(previous_path))
     new = writer.with_meta(instant, partition, "", records, task_id)
     merged = merge_handle_rows(old, new, writer.table.config, delete_keys)
     writer.remember_schema(instant, records)
     if previous.instant_time != instant.requested_time:
-        return writer.write_base_file(
+        stat = writer.write_base_file(
             instant,
             partition,
             file_id,
@@ -74,7 +76,11 @@ def merge_into_previous(
             prev_commit=previous.instant_time,
             keep_meta=True,
         )
-    return _replace(writer, instant, partition, file_id, merged, previous_path, task_id)
+    else:
+        stat = _replace(writer, instant, partition, file_id, merged, previous_path, task_id)
+    if delete_keys is None:
+        return stat
+    return replace(stat, num_deletes=removed_keys(old, merged))
 
 
 def _replace(

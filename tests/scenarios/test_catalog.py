@@ -105,6 +105,7 @@ EXPECTED = {
     "global_index_moving_keys": (),
     "global_index_bootstrap_deleted_copy": ("merge_convergence", "no_data_loss", "unique_key"),
     "global_index_moving_keys_cow": (),
+    "global_index_moving_keys_mini_batches": (),
     "non_global_index_moving_keys": ("merge_convergence", "no_data_loss", "unique_key"),
     "occ_cow_low": (
         "exactly_once",

@@ -4,6 +4,7 @@ hudi-rs reads the result; in a later instant it is a plain merge into a new file
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
 from models.format.parquet_files import read_parquet
@@ -60,3 +61,38 @@ def test_a_mini_batch_into_a_later_instant_merges_into_a_new_file(tmp_path):
     assert len(base_files(h)) == 2
     h.commit(c2, [second])
     assert values(read_snapshot(h.table)) == {"a": 1, "b": 2}
+
+
+def deletes(ids, ts, part="p=1") -> pa.Table:
+    """Delete records as ``upsert_base_file`` takes them."""
+    return pa.table(
+        {
+            "record_key": pa.array(ids, pa.string()),
+            "partition_path": pa.array([part] * len(ids), pa.string()),
+            "ordering_value": pa.array([ts] * len(ids), pa.int64()),
+        }
+    )
+
+
+@pytest.mark.parametrize("later_instant", [False, True])
+def test_a_mini_batch_counts_the_keys_its_deletes_leave_out(tmp_path, later_instant):
+    """The replace handle is a merge handle: its write status counts ``recordsDeleted``, which
+    the statuses of one file sum into the commit's ``numDeletes``."""
+    h = TableHarness(tmp_path / "t", COPY_ON_WRITE)
+    w = h.writer
+    c1 = h.start()
+    h.commit(c1, [w.upsert_base_file(c1, "p=1", FG, rows(["a", "b", "c", "d"], 1, 1))])
+    c2 = h.start()
+    first = w.upsert_base_file(c2, "p=1", FG, rows(["e"], 2, 2), delete_keys=deletes(["a"], 2))
+    at = h.start() if later_instant else c2
+    second = w.upsert_base_file(
+        at,
+        "p=1",
+        FG,
+        rows(["f"], 3, 3),
+        previous_path=first.path,
+        delete_keys=deletes(["b", "c"], 3),
+    )
+    assert (first.num_deletes, second.num_deletes) == (1, 2)
+    no_delete = w.upsert_base_file(at, "p=1", FG, rows(["g"], 4, 4), previous_path=second.path)
+    assert no_delete.num_deletes == 0
