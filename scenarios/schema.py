@@ -39,6 +39,7 @@ from scenarios.faults import (
     is_fault_target,
 )
 from scenarios.fields import INVARIANTS, MAX_RECORDS, Spec, check_column_name_at
+from scenarios.job_rules import check_job_rules
 from scenarios.releases import LATEST
 from scenarios.tables import (
     FINDING_TAG,
@@ -152,7 +153,7 @@ class Scenario(Spec):
                         key=f"jobs[{index}].{option}",
                         allowed='the default, or index = "flink_state"',
                     )
-            _check_partition_moves(job, index)
+            check_job_rules(job, index, self.table)
         services = [index for index, job in enumerate(self.jobs) if job.table_services]
         if len(services) > 1:
             raise RuleViolation(
@@ -297,16 +298,6 @@ class Scenario(Spec):
                     allowed=describe_targets(self, entry.kind),
                 )
         return self
-
-
-def _check_partition_moves(job: JobSpec, index: int) -> None:
-    """``partition_period_s`` moves the keys of whole-record upserts between partitions."""
-    if job.partition_period_s and (job.operation != "upsert" or job.columns):
-        raise RuleViolation(
-            "partition_period_s moves the keys of whole-record upserts",
-            key=f"jobs[{index}].partition_period_s",
-            allowed='0, or a job with operation = "upsert" and no columns',
-        )
 
 
 def _buffer_pages(job: JobSpec) -> int:

@@ -162,6 +162,11 @@ class JobSpec(Spec):
     """Schedule a compaction after this many delta commits (MERGE_ON_READ)."""
     concurrency: Literal["nbcc", "occ"] = "nbcc"
     """Concurrency control between jobs: non-blocking (NBCC) or optimistic (OCC)."""
+    early_conflict_detection: bool = False
+    """Hudi's ``hoodie.write.concurrency.early.conflict.detection.enable`` (OCC and direct
+    markers only): before a write task creates a new log file's marker it looks for a marker of
+    the same file group from an older instant whose heartbeat is live, and fails the task on one
+    (``SimpleDirectMarkerBasedDetectionStrategy``); the OCC check at commit stays."""
     index: Literal["bucket", "flink_state"] = "bucket"
     """Hudi's ``index.type`` for upserts: ``bucket`` (a file group per hashed bucket; what NBCC
     requires) or ``flink_state`` (Hudi's Flink default: a bucket-assigner operator keeps each

@@ -25,7 +25,10 @@ from models.flink.write_profile import (
 from models.flink.write_task import WriteTask
 from models.format.records import RecordSource
 from models.txn.write_config import NON_BLOCKING_CONCURRENCY_CONTROL, job_concurrency_mode
+from models.view.filenames import parse_log_file_name
 from models.view.fsview import latest_file_slices
+from models.write.early_conflict import DirectMarkerDetection, EarlyConflictDetectingMarkers
+from models.write.writer import TableWriter
 from scenarios.tables import JobSpec
 from sim.flink.bucket_assign import TaskBucketIndex, owned_buckets, task_bucket_index, uuid_source
 from sim.flink.bucket_assign_function import (
@@ -196,7 +199,7 @@ class JobRoles:
         return WriteFunction(
             attempt,
             task,
-            clients.task_writer(self.index + 1, self.task_attempt),
+            self._task_writer(attempt, task_id),
             layout=self.layout,
             mode=self.mode,
             attempt_number=self.task_attempt,
@@ -215,6 +218,26 @@ class JobRoles:
             marker_server=self.marker_server,
             restore_fails=self.context.faults.restore_fails,
         )
+
+    def _task_writer(self, attempt: Attempt, task_id: int) -> TableWriter:
+        """A write task's client; with ``early_conflict_detection``, its new log files' markers
+        go through the direct strategy's check on the task's clock
+        (:mod:`models.write.early_conflict`)."""
+        clients = self.context.clients
+        writer = clients.task_writer(self.index + 1, self.task_attempt)
+        if self.spec.early_conflict_detection:
+            sim = self.context.sim
+            detection = DirectMarkerDetection(
+                clients.storage,
+                now_ms=clients.clock_ms(attempt.process_name(f"task-{task_id}")),
+                timeline=clients.table.timeline,
+                heartbeat_interval_ms=sim.heartbeat_interval_ms,
+                tolerable_misses=sim.heartbeat_tolerable_misses,
+            )
+            writer.markers = EarlyConflictDetectingMarkers(
+                writer.markers, detection, lambda name: parse_log_file_name(name).file_id
+            )
+        return writer
 
     def _bucket_index(self, attempt: Attempt, task_id: int) -> TaskBucketIndex | None:
         """An upsert task's bucket index (none under the Flink state index); the coordinator it

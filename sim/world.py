@@ -164,7 +164,8 @@ class World:
             self.log_block_format,
             data_schema,
             self.time_generator,
-            self.services.client_heartbeat(),
+            clock_ms=lambda process: self.clock(process).now_ms,
+            heartbeat=self.services.client_heartbeat(),
         )
         context = JobContext(
             env=self.env,
@@ -266,6 +267,11 @@ class World:
                         "writers": job.parallelism,
                         "instant_generation": job.mode,
                         "operation": job.spec.operation,
+                        **(
+                            {"early_conflict_detection": True}
+                            if job.spec.early_conflict_detection
+                            else {}
+                        ),
                         "source": {
                             "seed": job.source.seed,
                             "job_index": job.source.job_index,

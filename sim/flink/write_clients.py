@@ -37,6 +37,8 @@ class FlinkWriteClients:
     log_block_format: str
     data_schema: pa.Schema
     time_generator: Callable[[str], TimeGenerator]
+    clock_ms: Callable[[str], Callable[[], int]]
+    """``clock_ms(process)`` reads that process's clock (epoch ms)."""
     heartbeat: HeartbeatClient | None = None
     """The coordinator's write client's heartbeats (LAZY)."""
 

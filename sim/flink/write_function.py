@@ -43,6 +43,7 @@ from models.format.commit_metadata import WriteStat
 from models.format.records import RECORD_KEY_FIELD
 from models.table_errors import HoodieException
 from models.timeline.instant import Instant, State
+from models.write.early_conflict import HoodieEarlyConflictDetectionException
 from models.write.writer import TableWriter
 from sim.flink.bucket_assign import TaskBucketIndex
 from sim.flink.marker_requests import write_after_markers
@@ -298,7 +299,21 @@ class WriteFunction:
         env, server = self.attempt.env, self.marker_server
         if server is not None:
             return (yield from write_after_markers(env, self.storage, server, self.writer, write))
-        stats = write(self.writer)
+        try:
+            stats = write(self.writer)
+        except HoodieEarlyConflictDetectionException as conflict:
+            yield env.timeout(self.storage.latency_since(mark))
+            self.attempt.history.info(
+                self.me,
+                "early_conflict",
+                {
+                    "instant": conflict.instant_time,
+                    "other": conflict.other,
+                    "partition": conflict.partition,
+                    "file_id": conflict.file_id,
+                },
+            )
+            raise
         yield env.timeout(self.storage.latency_since(mark))
         return stats
 

@@ -105,6 +105,8 @@ EXPECTED = {
     "global_index_moving_keys": (),
     "global_index_bootstrap_deleted_copy": ("merge_convergence", "no_data_loss", "unique_key"),
     "global_index_moving_keys_cow": (),
+    "early_conflict_own_instant": ("exactly_once", "liveness", "no_data_loss"),
+    "early_conflict_late_acks": (),
     "global_index_moving_keys_mini_batches": (),
     "non_global_index_moving_keys": ("merge_convergence", "no_data_loss", "unique_key"),
     "occ_cow_low": (

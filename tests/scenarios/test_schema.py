@@ -75,6 +75,7 @@ DEFAULTS: dict[str, Any] = {
     "jobs.table_services": True,
     "jobs.compaction_every_commits": 5,
     "jobs.concurrency": "nbcc",
+    "jobs.early_conflict_detection": False,
     "jobs.index": "bucket",
     "jobs.index_bootstrap": False,
     "jobs.index_state_ttl_days": 0.0,
@@ -430,6 +431,15 @@ def test_only_whole_record_upserts_move_keys_between_partitions() -> None:
     assert_one_line(error, "jobs[0].partition_period_s", 'operation = "upsert"')
     moving = parse_scenario(f"{MINIMAL}[[jobs]]\npartition_period_s = 10\n").jobs[0]
     assert (moving.partition_period_s, moving.index_global) == (10, True)
+
+
+def test_early_conflict_detection_needs_occ_and_direct_markers() -> None:
+    error = error_of(f"{MINIMAL}[[jobs]]\nearly_conflict_detection = true\n")
+    assert_one_line(error, "jobs[0].early_conflict_detection", 'concurrency = "occ"')
+    occ = f'[[jobs]]\nconcurrency = "occ"\nearly_conflict_detection = true\n'
+    error = error_of(f'{MINIMAL}[table]\nmarkers = "timeline_server"\n{occ}')
+    assert_one_line(error, "jobs[0].early_conflict_detection", 'markers = "direct"')
+    assert parse_scenario(f"{MINIMAL}{occ}").jobs[0].early_conflict_detection
 
 
 def test_misspelt_key_is_an_error_not_a_default() -> None:

@@ -120,6 +120,11 @@ VARIANTS += (
         finding=True,
     ),
     Variant(
+        "early_conflict_own_instant",
+        {"jobs": {"early_conflict_detection": False}},
+        finding=True,
+    ),
+    Variant(
         "global_index_bootstrap_deleted_copy",
         {"protocol": {"index_bootstrap_deletes": "skipped"}},
         finding=True,
@@ -177,7 +182,7 @@ def test_every_protocol_switch_has_a_variant_scenario() -> None:
     for variant in VARIANTS:
         protocol = _raw(variant.scenario).get("protocol", {})
         if variant.finding:  # Hudi's rule is the default; the fix is the other value
-            protocol = variant.real_rule["protocol"]
+            protocol = variant.real_rule.get("protocol", {})
         protocol = {**preset_values(protocol.get("release", LATEST)), **protocol}
         protocol.pop("release", None)
         switched |= {

@@ -1,0 +1,47 @@
+"""Rules on one job's keys that Hudi enforces or that the modelled options require (a
+:class:`~scenarios.errors.RuleViolation` names the key to change)."""
+
+from __future__ import annotations
+
+from scenarios.errors import RuleViolation
+from scenarios.tables import JobSpec, TableSpec
+
+
+def check_job_rules(job: JobSpec, index: int, table: TableSpec) -> None:
+    """Every rule below for ``jobs[index]`` on ``table``."""
+    check_partition_moves(job, index)
+    check_early_conflict_detection(job, index, table.markers)
+
+
+def check_partition_moves(job: JobSpec, index: int) -> None:
+    """``partition_period_s`` moves the keys of whole-record upserts between partitions."""
+    if job.partition_period_s and (job.operation != "upsert" or job.columns):
+        raise RuleViolation(
+            "partition_period_s moves the keys of whole-record upserts",
+            key=f"jobs[{index}].partition_period_s",
+            allowed='0, or a job with operation = "upsert" and no columns',
+        )
+
+
+def check_early_conflict_detection(job: JobSpec, index: int, markers: str) -> None:
+    """Early conflict detection runs on top of OCC only (``HoodieWriteConfig.Builder#validate``),
+    and here with direct markers only (its timeline-server strategy is not modelled)."""
+    if not job.early_conflict_detection:
+        return
+    if job.concurrency != "occ":
+        raise RuleViolation(
+            "To use early conflict detection, set hoodie.write.concurrency.mode="
+            "OPTIMISTIC_CONCURRENCY_CONTROL",
+            key=f"jobs[{index}].early_conflict_detection",
+            allowed='false, or concurrency = "occ"',
+        )
+    if markers != "direct":
+        raise RuleViolation(
+            "early conflict detection with timeline-server markers "
+            "(AsyncTimelineServerBasedDetectionStrategy) is not modelled",
+            key=f"jobs[{index}].early_conflict_detection",
+            allowed='false, or [table] markers = "direct"',
+        )
+
+
+__all__ = ["check_early_conflict_detection", "check_job_rules", "check_partition_moves"]
