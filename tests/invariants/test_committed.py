@@ -22,6 +22,7 @@ import pytest
 from invariants.committed import load_committed
 from invariants.committed_rows import DELETED, KEY, TIME
 from invariants.ledger import build_ledger
+from invariants.merging import CommitTimeMerge, merged_at
 from invariants.time_travel import travel_points
 from models.flink.write_files import bucket_file_id
 from models.format.commit_metadata import WriteStat
@@ -255,6 +256,11 @@ def test_a_table_without_commits_has_no_rows_and_no_points():
     assert committed.latest_completion is None
 
 
+NEW_BEFORE = "00000000-0000-4000-8000-000000000000-0"
+NEW_AFTER = "ffffffff-0000-4000-8000-000000000000-0"
+"""File ids of a new file group that sort before and after ``bucket_file_id(1, 0)``."""
+
+
 def p1_rows(t: SimTable, start: int, stop: int) -> pa.Table:
     rows = t.records(start, stop)
     return rows.filter(pc.equal(rows.column("part"), "p1"))
@@ -295,3 +301,26 @@ def test_keys_a_copy_on_write_merge_deleted_are_read_as_tombstones_at_its_commit
     t.commit(instant, [dataclasses.replace(lossy, num_deletes=1)])
     table = load_committed(t.table).rows.table
     assert table.filter(table.column(DELETED)).column(KEY).to_pylist() == keys[:1]
+
+
+@pytest.mark.parametrize("new_file_id", [NEW_BEFORE, NEW_AFTER])
+def test_a_tombstone_never_beats_the_same_commits_version_in_another_file_group(new_file_id):
+    """The global index moves a key within its partition's file groups in one commit: a
+    copy-on-write merge leaves it out of one file group (a tombstone) and a write puts it into
+    another. The tombstone removes the old file group's version only, so under
+    COMMIT_TIME_ORDERING the same commit's new version stays live, whatever the files' order."""
+    t = SimTable(table_type=COPY_ON_WRITE, merge_mode="COMMIT_TIME_ORDERING")
+    rows = p1_rows(t, 0, 40)
+    key = sorted(set(rows.column("key").to_pylist()))[0]
+    t.write(rows)
+    path = partition_path("p1")
+    instant = t.start()
+    removed = t.writer.upsert_base_file(
+        instant, path, bucket_file_id(1, 0), rows.slice(0, 0), delete_keys=delete_keys([key], 0)
+    )
+    moved = rows.filter(pc.equal(rows.column("key"), key)).slice(0, 1)
+    written = t.writer.write_base_file(instant, path, new_file_id, moved)
+    t.commit(instant, [removed, written])
+    rows_ = load_committed(t.table).rows
+    live = merged_at(rows_, CommitTimeMerge(), None, by_file_group=False)
+    assert live.filter(pc.equal(live.column(KEY), key)).num_rows == 1

@@ -436,7 +436,7 @@ def test_only_whole_record_upserts_move_keys_between_partitions() -> None:
 def test_early_conflict_detection_needs_occ_and_direct_markers() -> None:
     error = error_of(f"{MINIMAL}[[jobs]]\nearly_conflict_detection = true\n")
     assert_one_line(error, "jobs[0].early_conflict_detection", 'concurrency = "occ"')
-    occ = f'[[jobs]]\nconcurrency = "occ"\nearly_conflict_detection = true\n'
+    occ = '[[jobs]]\nconcurrency = "occ"\nearly_conflict_detection = true\n'
     error = error_of(f'{MINIMAL}[table]\nmarkers = "timeline_server"\n{occ}')
     assert_one_line(error, "jobs[0].early_conflict_detection", 'markers = "direct"')
     assert parse_scenario(f"{MINIMAL}{occ}").jobs[0].early_conflict_detection
