@@ -117,7 +117,19 @@ def _work(run: RunData) -> dict[str, int | None]:
         out[name] = None if not values or any(v is None for v in values) else sum(values)
     writers = run.metrics.get("writers", {}).values()
     out["records_written"] = sum(w.get("records_written", 0) for w in writers)
+    out["early_conflicts"] = sum(j.get("early_conflicts", 0) for j in jobs)
+    if out["records_aborted"] is not None:  # thrown away at the commit or at a marker check
+        out["records_aborted"] += sum(j.get("records_aborted_early", 0) for j in jobs)
     return out
+
+
+def _time_to_abort(run: RunData) -> int | None:
+    """The slowest job's median time from an instant's first flush to its abort."""
+    values = [
+        j.get("time_to_abort_ms", {}).get("p50") for j in run.metrics.get("jobs", {}).values()
+    ]
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
 
 
 def _latency(run: RunData, key: str) -> int | None:
@@ -130,9 +142,13 @@ def _fmt(value: int | None) -> str:
     return "not measured" if value is None else str(value)
 
 
-def plot_occ_vs_nbcc(occ: Path, nbcc: Path, out_dir: Path) -> Figure:
-    """Committed vs wasted work of OCC and NBCC under contention."""
-    runs = [("OCC", load_run(Path(occ))), ("NBCC", load_run(Path(nbcc)))]
+def plot_occ_vs_nbcc(occ: Path, nbcc: Path, out_dir: Path, occ_early: Path | None = None) -> Figure:
+    """Committed vs wasted work of OCC and NBCC under contention, and of OCC with early
+    conflict detection (``occ_early``) when the suite ran it."""
+    runs = [("OCC", load_run(Path(occ)))]
+    if occ_early is not None:
+        runs.append(("OCC + early detection", load_run(Path(occ_early))))
+    runs.append(("NBCC", load_run(Path(nbcc))))
     work = {label: _work(run) for label, run in runs}
     labels = [label for label, _ in runs]
     per_s = {label: 1000 / max(run.end_ms, 1) for label, run in runs}
@@ -201,10 +217,12 @@ def plot_occ_vs_nbcc(occ: Path, nbcc: Path, out_dir: Path) -> Figure:
             if w["records_aborted"] is None
             else percent((w["records_aborted"] or 0) / total if total else 0.0)
         )
+        abort = _time_to_abort(run)
         parts.append(
             f"{label} ({run.name}, {seconds(run.duration_ms)}): {w['commits']} commits, "
-            f"{_fmt(w['commits_aborted'])} aborted, {_fmt(w['failovers'])} failovers, "
-            f"wasted records {share}"
+            f"{_fmt(w['commits_aborted'])} aborted at commit, {w['early_conflicts']} early "
+            f"conflicts, {_fmt(w['failovers'])} failovers, wasted records {share}"
+            + ("" if abort is None else f", median time to abort {abort} ms")
         )
     caption = "Under contention, " + "; ".join(parts) + "."
     return save(fig, out_dir, "occ_vs_nbcc", "OCC vs NBCC: committed vs wasted work", caption)

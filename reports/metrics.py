@@ -130,6 +130,8 @@ def compute_metrics(events: Sequence[Event]) -> dict[str, object]:
             ],
         }
         job_metrics[job] = values
+    for job, costs in abort_costs(events).items():
+        job_metrics.setdefault(job, {}).update(costs)
     total_blocked = sum(w["blocked_ms"] for w in writers.values())
     total_commit_wait = sum(w["commit_wait_ms"] for w in writers.values())
     return {
@@ -140,4 +142,39 @@ def compute_metrics(events: Sequence[Event]) -> dict[str, object]:
         "commit_wait_ms_total": total_commit_wait,
         "writers": {name: writers[name] for name in sorted(writers)},
         "jobs": {name: job_metrics[name] for name in sorted(job_metrics)},
+    }
+
+
+def abort_costs(events: Sequence[Event]) -> dict[str, dict[str, object]]:
+    """Per job with early conflict detection or OCC aborts: ``early_conflicts`` (flushes a
+    task's marker check failed), ``records_aborted_early`` (the records of those flushes, written
+    again after the failover) and ``time_to_abort_ms`` (percentiles of the time from the first
+    flush into an instant to its abort: the commit's conflict check for OCC, the failed marker
+    check for early detection)."""
+    first_flush: dict[str, int] = {}  # instant -> time of the first flush into it
+    flushing: dict[str, tuple[int, int]] = {}  # task -> (time, records) of its current flush
+    out: dict[str, Counter[str]] = {}
+    delays: dict[str, list[int]] = {}
+    for e in events:
+        job = _job_of(e.process)
+        if e.f == "flush" and e.type == "invoke":
+            first_flush.setdefault(e.value["instant"], e.time)
+            flushing[e.process] = (e.time, int(e.value["records"]))
+        elif e.f == "early_conflict":
+            started, records = flushing.get(e.process, (e.time, 0))
+            counts = out.setdefault(job, Counter())
+            counts["early_conflicts"] += 1
+            counts["records_aborted_early"] += records
+            delays.setdefault(job, []).append(e.time - started)
+        elif e.f == "abort" and e.type == "info":
+            started = first_flush.get(e.value.get("instant", ""), e.time)
+            out.setdefault(job, Counter())
+            delays.setdefault(job, []).append(e.time - started)
+    return {
+        job: {
+            "early_conflicts": counts["early_conflicts"],
+            "records_aborted_early": counts["records_aborted_early"],
+            "time_to_abort_ms": {f"p{p}": percentile(delays.get(job, []), p) for p in PERCENTILES},
+        }
+        for job, counts in sorted(out.items())
     }

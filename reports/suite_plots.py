@@ -47,6 +47,8 @@ HEADLINE_PAIRS = (
     ("index_bootstrap", "flink_state_lost", "flink_state_bootstrap"),
 )
 """Comparisons drawn when the suite ran both scenarios (catalog names)."""
+HEADLINE_EXTRAS = {"occ_vs_nbcc": "occ_contention_early_detection"}
+"""A third scenario a comparison draws as its middle column when the suite ran it."""
 
 
 @dataclass(frozen=True)
@@ -77,10 +79,12 @@ def headline_plots(suite_dir: Path, runs: list[dict[str, Any]], plots: Path) -> 
     for name, first, second in HEADLINE_PAIRS:
         a = _first_run(plain, first)
         b = _first_run(plain, second, a.get("seed") if a else None)
+        extra = _first_run(plain, HEADLINE_EXTRAS.get(name, ""), a.get("seed") if a else None)
+        more = (suite_dir / extra["run_dir"],) if extra else ()
         if a and b:
             figure = guarded_plot(
-                lambda n=name, a=a, b=b: draw[n](
-                    suite_dir / a["run_dir"], suite_dir / b["run_dir"], plots / "headline"
+                lambda n=name, a=a, b=b, more=more: draw[n](
+                    suite_dir / a["run_dir"], suite_dir / b["run_dir"], plots / "headline", *more
                 ),
                 errors,
                 name,

@@ -24,6 +24,7 @@ SHORT_RUNS = {  # fixture name -> (catalog scenario, duration_s, storage, [time]
     "skew": ("local_clock_skew", 12, "memory", {}),
     "occ": ("occ_contention", 10, "memory", {}),
     "nbcc": ("nbcc_two_jobs", 10, "memory", {}),
+    "occ_early": ("occ_contention_early_detection", 14, "memory", {}),
     "local": ("nbcc_two_jobs", 12, "local", {}),
     "tt_safe": (
         "truetime_bound_too_small",

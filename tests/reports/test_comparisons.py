@@ -63,6 +63,18 @@ def test_occ_vs_nbcc_uses_the_waste_metrics_and_says_when_they_are_missing(runs,
     assert figure.caption.count("not measured") >= 2  # failovers were always measured
 
 
+def test_occ_vs_nbcc_draws_early_detection_as_its_middle_column(runs, tmp_path):
+    figure = plot_occ_vs_nbcc(runs["occ"], runs["nbcc"], tmp_path, occ_early=runs["occ_early"])
+    caption = figure.caption
+    assert (
+        caption.index("OCC (") < caption.index("OCC + early detection (") < caption.index("NBCC (")
+    )
+    jobs = json.loads((runs["occ_early"] / "result.json").read_text())["metrics"]["jobs"]
+    early = sum(j.get("early_conflicts", 0) for j in jobs.values())
+    assert early > 0 and f"{early} early conflicts" in caption
+    assert "median time to abort" in caption
+
+
 def test_truetime_wait_is_recorded_and_grows_with_the_bound(runs):
     safe, unsafe = truetime_point(runs["tt_safe"]), truetime_point(runs["tt_unsafe"])
     assert (safe.bound_ms, safe.skew_ms) == (100, 20)

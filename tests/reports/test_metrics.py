@@ -270,6 +270,25 @@ def test_occ_contention_counts_its_aborts_and_failovers():
     assert not committed & {e.value["instant"] for e in aborts}  # an aborted instant stays so
 
 
+def test_early_conflicts_count_the_flushes_their_marker_check_failed():
+    """Each ``early_conflict`` event of a task ends the flush it started: its records are thrown
+    away (written again after the failover), within a marker check of the flush's start."""
+    events = _catalog_run("early_conflict_own_instant", 20)
+    job = compute_metrics(events)["jobs"]["ingest"]
+    conflicts = [e for e in events if e.f == "early_conflict"]
+    assert conflicts and job["early_conflicts"] == len(conflicts)
+    records = 0
+    for conflict in conflicts:
+        flush = next(
+            e
+            for e in reversed(events[: conflict.index])
+            if e.process == conflict.process and e.f == "flush" and e.type == "invoke"
+        )
+        records += flush.value["records"]
+    assert job["records_aborted_early"] == records > 0
+    assert 0 <= job["time_to_abort_ms"]["p50"] < 1000
+
+
 def test_nbcc_two_jobs_aborts_nothing():
     jobs = compute_metrics(_catalog_run("nbcc_two_jobs", 30))["jobs"]
     assert len(jobs) == 2

@@ -109,6 +109,7 @@ EXPECTED = {
     "early_conflict_late_acks": (),
     "global_index_moving_keys_mini_batches": (),
     "non_global_index_moving_keys": ("merge_convergence", "no_data_loss", "unique_key"),
+    "occ_contention_early_detection": ("exactly_once", "liveness", "no_data_loss"),
     "occ_cow_low": (
         "exactly_once",
         "liveness",

@@ -78,7 +78,8 @@ def real_rule_twin(data: dict[str, Any]) -> dict[str, Any]:
     - jobs: ``minibatch`` instant generation (a proposal, at-least-once) becomes ``async``; a
       copy-on-write upsert job on ``async`` becomes ``blocking`` (Hudi 1.1 keeps those blocking);
       several jobs under OCC run under NBCC (OCC between Flink jobs on the same file groups
-      restarts the losing job forever, apache/hudi#19046: inherent, not a switch); the Flink
+      restarts the losing job forever, apache/hudi#19046: inherent, not a switch), without the
+      early conflict detection that only OCC allows; the Flink
       state index's entries never expire (no ``index_state_ttl_days``, Hudi's default) and its
       index is global (no ``index_global``, Hudi's default ``index.global.enabled``).
 
@@ -110,6 +111,7 @@ def real_rule_twin(data: dict[str, Any]) -> dict[str, Any]:
         job.pop("index_global", None)
         if occ_jobs > 1:
             job["concurrency"] = "nbcc"
+            job.pop("early_conflict_detection", None)  # OCC only
         jobs.append(job)
     data["jobs"] = jobs
     data["expect"] = {"violations": []}
