@@ -54,9 +54,9 @@ def swarm(
     documented bounds (docs/scenarios.md, "Swarm"): table type, partitions and buckets, merge
     mode, jobs and writers, async or blocking instant generation, operation, concurrency,
     failover, mini-batch flushes, empty commits, compaction, the index (bucket, or Flink's state
-    index with bootstrap, small files and keys that change partition), clock skew and drift,
-    latencies, heartbeats, and each fault kind with its rate. The same seed always draws the same
-    scenario. Rows go to <out>/swarm.parquet/ as each chunk finishes; every failing seed gets
+    index with bootstrap, small files and keys that change partition), early conflict
+    detection, clock skew and drift, latencies, heartbeats, and each fault kind with its rate.
+    The same seed always draws the same scenario. Rows go to <out>/swarm.parquet/ as each chunk finishes; every failing seed gets
     <out>/failing/swarm_<seed>/scenario.toml (replay it with testbed run) and, for the first
     20, its minimal counterexample; <out>/summary.json and report.html say which parameters
     the failing seeds shared. Exit code 0 when no seed violates anything, 1 when one does,

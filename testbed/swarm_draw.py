@@ -65,6 +65,8 @@ def draw_swarm(seed: int) -> dict[str, Any]:
         _job(root.child("job").child(str(index)), index, count, cow, operation)
         for index in range(count)
     ]
+    if table.get("markers", "direct") == "direct":
+        _early_conflict_detection(root.child("early_conflict_detection"), jobs, mor=not cow)
     duration_s = float(root.child("duration").randint(*DURATION_S))
     faults = _faults(root.child("faults"), time, sim, jobs, duration_s)
     return {
@@ -176,6 +178,19 @@ def _state_index(rng: Rng, *, mor: bool) -> dict[str, Any]:
     return index
 
 
+def _early_conflict_detection(rng: Rng, jobs: list[dict[str, Any]], *, mor: bool) -> None:
+    """Early conflict detection half the time for a lone OCC job on MERGE_ON_READ (Flink checks
+    only new log files) with direct markers, under ``failover = "full"``: a notification lost
+    while the next instant writes then ends in a global restore that commits the pending
+    instant; under a region failover the job stalls for good (the finding
+    ``early_conflict_own_instant``)."""
+    (job,) = jobs if len(jobs) == 1 else (None,)
+    if job is None or not mor or job["concurrency"] != "occ" or not rng.bernoulli(0.5):
+        return
+    job["early_conflict_detection"] = True
+    job["failover"] = "full"
+
+
 RATE_DRAWS: dict[str, Callable[[Rng], float | int]] = {
     "ack_loss": lambda r: round(r.uniform(0.05, 0.3), 3),
     "ack_delay_ms": lambda r: r.randint(100, 3000),
@@ -271,6 +286,7 @@ def swarm_parameters(scenario: Scenario) -> dict[str, str]:
         name = job.name
         for key in ("instant_generation", "operation", "concurrency", "failover", "index"):
             features[f"{name}.{key}"] = str(getattr(job, key))
+        features[f"{name}.early_conflict_detection"] = _on(job.early_conflict_detection)
         features[f"{name}.writers"] = str(job.writers)
         features[f"{name}.eager_flush"] = _on(
             job.write_batch_size_mb != default_job.write_batch_size_mb

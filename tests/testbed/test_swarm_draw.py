@@ -69,6 +69,10 @@ def test_draws_stay_inside_the_supported_configurations():
                 assert not (mor and job.index_bootstrap and job.partition_period_s)
             else:
                 assert not job.partition_period_s
+            if job.early_conflict_detection:  # a lone OCC log writer, failing over in full
+                assert len(jobs) == 1 and job.concurrency == "occ" and job.failover == "full"
+                assert scenario.table.type == "MERGE_ON_READ"
+                assert scenario.table.markers == "direct"
 
 
 def test_every_feature_is_switched_both_ways_across_seeds():
@@ -81,5 +85,10 @@ def test_every_feature_is_switched_both_ways_across_seeds():
     assert {"1", "2", "3"} <= seen["jobs"]
     for name in ("job0.instant_generation", "job0.operation", "job0.concurrency", "job0.index"):
         assert len(seen[name]) == 2, name
-    for name in ("job0.index_bootstrap", "job0.small_files", "job0.partition_moves"):
+    for name in (
+        "job0.index_bootstrap",
+        "job0.small_files",
+        "job0.partition_moves",
+        "job0.early_conflict_detection",
+    ):
         assert seen[name] == {"on", "off"}, name
