@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 from scenarios.errors import RuleViolation
-from scenarios.tables import JobSpec, TableSpec
+from scenarios.tables import JobSpec
 
 
-def check_job_rules(job: JobSpec, index: int, table: TableSpec) -> None:
-    """Every rule below for ``jobs[index]`` on ``table``."""
+def check_job_rules(job: JobSpec, index: int) -> None:
+    """Every rule below for ``jobs[index]``."""
     check_partition_moves(job, index)
-    check_early_conflict_detection(job, index, table.markers)
+    check_early_conflict_detection(job, index)
 
 
 def check_partition_moves(job: JobSpec, index: int) -> None:
@@ -23,24 +23,14 @@ def check_partition_moves(job: JobSpec, index: int) -> None:
         )
 
 
-def check_early_conflict_detection(job: JobSpec, index: int, markers: str) -> None:
-    """Early conflict detection runs on top of OCC only (``HoodieWriteConfig.Builder#validate``),
-    and here with direct markers only (its timeline-server strategy is not modelled)."""
-    if not job.early_conflict_detection:
-        return
-    if job.concurrency != "occ":
+def check_early_conflict_detection(job: JobSpec, index: int) -> None:
+    """Early conflict detection runs on top of OCC only (``HoodieWriteConfig.Builder#validate``)."""
+    if job.early_conflict_detection and job.concurrency != "occ":
         raise RuleViolation(
             "To use early conflict detection, set hoodie.write.concurrency.mode="
             "OPTIMISTIC_CONCURRENCY_CONTROL",
             key=f"jobs[{index}].early_conflict_detection",
             allowed='false, or concurrency = "occ"',
-        )
-    if markers != "direct":
-        raise RuleViolation(
-            "early conflict detection with timeline-server markers "
-            "(AsyncTimelineServerBasedDetectionStrategy) is not modelled",
-            key=f"jobs[{index}].early_conflict_detection",
-            allowed='false, or [table] markers = "direct"',
         )
 
 

@@ -153,7 +153,7 @@ class Scenario(Spec):
                         key=f"jobs[{index}].{option}",
                         allowed='the default, or index = "flink_state"',
                     )
-            check_job_rules(job, index, self.table)
+            check_job_rules(job, index)
         services = [index for index, job in enumerate(self.jobs) if job.table_services]
         if len(services) > 1:
             raise RuleViolation(

@@ -163,10 +163,16 @@ class JobSpec(Spec):
     concurrency: Literal["nbcc", "occ"] = "nbcc"
     """Concurrency control between jobs: non-blocking (NBCC) or optimistic (OCC)."""
     early_conflict_detection: bool = False
-    """Hudi's ``hoodie.write.concurrency.early.conflict.detection.enable`` (OCC and direct
-    markers only): before a write task creates a new log file's marker it looks for a marker of
-    the same file group from an older instant whose heartbeat is live, and fails the task on one
-    (``SimpleDirectMarkerBasedDetectionStrategy``); the OCC check at commit stays."""
+    """Hudi's ``hoodie.write.concurrency.early.conflict.detection.enable`` (OCC only): before a
+    write task creates a new log file's marker it looks for a marker of the same file group from
+    an older instant whose heartbeat is live, and fails the task on one
+    (``SimpleDirectMarkerBasedDetectionStrategy``); with ``[table] markers =
+    "timeline_server"`` the server checks every ``async_conflict_detector_period_ms`` and refuses
+    the markers of an instant it found in conflict (``AsyncTimelineServerBasedDetectionStrategy``).
+    The OCC check at commit stays."""
+    async_conflict_detector_period_ms: integer_in(1, 3_600_000) = 30_000
+    """Hudi's ``hoodie.write.concurrency.async.conflict.detector.period_ms``: how often the
+    timeline server's early conflict detection checks (timeline-server markers only)."""
     index: Literal["bucket", "flink_state"] = "bucket"
     """Hudi's ``index.type`` for upserts: ``bucket`` (a file group per hashed bucket; what NBCC
     requires) or ``flink_state`` (Hudi's Flink default: a bucket-assigner operator keeps each

@@ -27,7 +27,11 @@ from models.format.records import RecordSource
 from models.txn.write_config import NON_BLOCKING_CONCURRENCY_CONTROL, job_concurrency_mode
 from models.view.filenames import parse_log_file_name
 from models.view.fsview import latest_file_slices
-from models.write.early_conflict import DirectMarkerDetection, EarlyConflictDetectingMarkers
+from models.write.early_conflict import (
+    DirectMarkerDetection,
+    EarlyConflictDetectingMarkers,
+    TimelineServerMarkerDetection,
+)
 from models.write.writer import TableWriter
 from scenarios.tables import JobSpec
 from sim.flink.bucket_assign import TaskBucketIndex, owned_buckets, task_bucket_index, uuid_source
@@ -50,7 +54,7 @@ from sim.flink.runtime import Attempt, Gateway
 from sim.flink.source import SourcePosition, SourceReader
 from sim.flink.write_function import RecordFailures, WriteFunction
 from sim.job_context import JobContext
-from sim.marker_server import MarkerServer
+from sim.marker_server import MarkerServer, ServerConflictDetection
 from sim.network import Channel
 
 MS_PER_DAY = 24 * 60 * 60 * 1000
@@ -127,6 +131,34 @@ class JobRoles:
             swallow_write_failure=protocol.marker_write_failure == "swallow",
             name_batch=lambda: self.context.faults.name_process(f"{self.name}/timeline_server"),
             stats=self.context.marker_stats,
+            early_conflict=self._server_conflict_detection(),
+        )
+
+    def _server_conflict_detection(self) -> ServerConflictDetection | None:
+        """With ``early_conflict_detection``, the timeline server's strategy, on the job
+        manager's clock; each detection is the server's ``early_conflict_detected`` event."""
+        if not self.spec.early_conflict_detection:
+            return None
+        clients, sim = self.context.clients, self.context.sim
+        server = f"{self.name}/timeline_server"
+        candidates = DirectMarkerDetection(
+            clients.storage,
+            now_ms=clients.clock_ms(self.process_name("coordinator")),
+            timeline=clients.table.timeline,
+            heartbeat_interval_ms=sim.heartbeat_interval_ms,
+            tolerable_misses=sim.heartbeat_tolerable_misses,
+        )
+
+        def detected(instant: str, other: str, key: str) -> None:
+            self.history.info(
+                server, "early_conflict_detected", {"instant": instant, "other": other, "key": key}
+            )
+
+        return ServerConflictDetection(
+            self.env,
+            TimelineServerMarkerDetection(candidates),
+            self.spec.async_conflict_detector_period_ms,
+            detected,
         )
 
     def _write_coordinator(self, attempt: Attempt) -> WriteCoordinator:

@@ -37,6 +37,7 @@ from typing import Any
 import simpy
 
 from models.table_errors import HoodieException, HoodieIOException
+from models.write.early_conflict import TimelineServerMarkerDetection
 from models.write.marker_dir_state import MarkerDirState, process_marker_creation_requests
 from models.write.markers import (
     RECONCILED_MARKER_TYPES,
@@ -94,6 +95,8 @@ class MarkerServer:
     """Called as each batch worker starts: names the writer for the nemesis
     (``<job>/timeline_server``)."""
     stats: MarkerServerStats = field(default_factory=MarkerServerStats)
+    early_conflict: ServerConflictDetection | None = None
+    """Early conflict detection on the server (the timeline-server strategy), or None."""
     _dirs: dict[str, MarkerDirState] = field(default_factory=dict)
     _pending: dict[str, list[_Request]] = field(default_factory=dict)
     _processes: list[simpy.Process] = field(default_factory=list)
@@ -108,16 +111,27 @@ class MarkerServer:
             answer.defused = True  # a task gone meanwhile does not wait for it
             return answer
         self.stats.requests += 1
+        if self.early_conflict is not None and self.early_conflict.refuses(self, instant_time):
+            answer.succeed(False)  # finishCreateMarkerFuture(false), at once
+            return answer
         self._pending.setdefault(instant_time, []).append(_Request(name, answer))
         if self._pool is None:
             self._pool = simpy.Resource(self.env, capacity=self.num_threads)
             self._processes.append(self.env.process(self._dispatch()))
         return answer
 
+    def current_markers(self, instant_time: str) -> set[str]:
+        """The folder's markers in memory and those waiting in requests (what the detection
+        runnable compares, ``getAllMarkers`` and ``getPendingMarkersToProcess``)."""
+        waiting = {r.name for r in self._pending.get(instant_time, [])}
+        return set(self._state(instant_time).markers) | waiting
+
     def crash(self) -> None:
         """The server is gone with its coordinator: waiting requests fail, nothing more is
         written."""
         self._down = True
+        if self.early_conflict is not None:
+            self.early_conflict.stop()
         for process in self._processes:
             if process.is_alive:
                 process.interrupt("coordinator gone")
@@ -226,10 +240,55 @@ class MarkerServer:
                 request.answer.defused = True  # a task gone meanwhile does not wait for it
 
 
+@dataclass
+class ServerConflictDetection:
+    """The server's early conflict detection (``AsyncTimelineServerBasedDetectionStrategy``, one
+    per server in ``MarkerHandler``): a marker request for a folder other than the one being
+    watched restarts it on that folder (``hasConflict`` cleared); it checks at once and then every
+    ``period_ms`` (``hoodie.write.concurrency.async.conflict.detector.initial_delay_ms`` 0,
+    ``...period_ms``) until it finds a conflict, after which every marker request of the folder
+    is answered False. ``on_conflict(instant, other, key)`` records a detection."""
+
+    env: simpy.Environment
+    detection: TimelineServerMarkerDetection
+    period_ms: int
+    on_conflict: Callable[[str, str, str], None]
+    watched: str | None = None
+    found: tuple[str, str] | None = None
+    """(the older instant, the ``<partition>/<file id>`` key) of the watched folder's conflict."""
+    _process: simpy.Process | None = None
+
+    def refuses(self, server: MarkerServer, instant_time: str) -> bool:
+        """Whether a request of ``instant_time`` is refused (watching it from now on)."""
+        if instant_time != self.watched:
+            self.stop()
+            self.watched, self.found = instant_time, None
+            self._process = self.env.process(self._detect(server, instant_time))
+        return self.found is not None
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.is_alive:
+            self._process.interrupt("stopped")
+        self._process = None
+
+    def _detect(self, server: MarkerServer, instant_time: str) -> Generator[Any, Any, None]:
+        try:
+            while True:
+                hit = self.detection.conflict(instant_time, server.current_markers(instant_time))
+                if hit is not None:
+                    self.found = hit
+                    self.on_conflict(instant_time, *hit)
+                    return
+                yield self.env.timeout(self.period_ms)
+        except simpy.Interrupt:
+            return
+
+
 __all__ = [
     "BATCH_INTERVAL_MS",
     "BATCH_NUM_THREADS",
     "HoodieRemoteException",
     "MarkerServer",
     "MarkerServerStats",
+    "ServerConflictDetection",
 ]

@@ -1,6 +1,7 @@
-"""Early conflict detection with direct markers (RFC-56; Hudi's
-``SimpleDirectMarkerBasedDetectionStrategy``, the strategy ``hoodie.write.markers.type = DIRECT``
-infers: ``ConflictDetectionUtils#getDefaultEarlyConflictDetectionStrategy``).
+"""Early conflict detection (RFC-56): with direct markers Hudi's
+``SimpleDirectMarkerBasedDetectionStrategy``, with timeline-server markers the server's check
+(``AsyncTimelineServerBasedDetectionStrategy``), as ``hoodie.write.markers.type`` infers them
+(``ConflictDetectionUtils#getDefaultEarlyConflictDetectionStrategy``).
 
 With ``hoodie.write.concurrency.early.conflict.detection.enable`` and the concurrency mode exactly
 ``OPTIMISTIC_CONCURRENCY_CONTROL``, a write handle checks other writers' markers before it creates
@@ -25,6 +26,10 @@ The check, per marker (``DirectMarkerBasedDetectionStrategy#checkMarkerConflict`
   the file id (direct markers only; a candidate that wrote ``MARKERS<n>`` files has no partition
   folder and contributes nothing).
 
+The timeline server's check (:class:`TimelineServerMarkerDetection`; when it runs and what it
+refuses is ``sim/marker_server.py``'s) compares the current instant's markers with the candidates'
+``MARKERS<n>`` files by ``<partition>/<file id>``.
+
 Not modelled: ``hoodie.write.concurrency.early.conflict.check.commit.conflict`` (default false),
 the ZooKeeper-locked ``SimpleTransactionDirectMarkerBasedDetectionStrategy``, and the writer's
 timeline being its cached one (the pending table services are read from storage at each check).
@@ -32,7 +37,7 @@ timeline being its cached one (the pending table services are read from storage 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from models.storage import Storage, join
@@ -44,7 +49,7 @@ from models.write.heartbeat import (
     DEFAULT_TOLERABLE_MISSES,
     is_expired,
 )
-from models.write.markers import MARKERS_FOLDER, WriteMarkers
+from models.write.markers import MARKERS_FOLDER, WriteMarkers, read_server_marker_files
 
 TABLE_SERVICE_ACTIONS = ("compaction", "logcompaction", "clustering", "replacecommit")
 """Pending actions that are never candidates (``filterPendingCompactionTimeline``,
@@ -110,6 +115,34 @@ class DirectMarkerDetection:
                 raise HoodieEarlyConflictDetectionException(instant_time, other, partition, file_id)
 
 
+def partition_and_file_id(marker: str) -> str:
+    """A marker name's conflict key, ``<partition>/<file id>``: the name up to its first ``_``
+    (``MarkerUtils#makerToPartitionAndFileID``; a log file's key keeps its leading dot)."""
+    return marker.split("_", 1)[0]
+
+
+@dataclass(frozen=True)
+class TimelineServerMarkerDetection:
+    """One run of the timeline server's check (``MarkerBasedEarlyConflictDetectionRunnable``,
+    ``AsyncTimelineServerBasedDetectionStrategy``): the current instant's markers, in memory,
+    against the ``MARKERS<n>`` files of the same candidates as the direct strategy's."""
+
+    candidates: DirectMarkerDetection
+
+    def conflict(self, instant_time: str, markers: Iterable[str]) -> tuple[str, str] | None:
+        """The first (candidate instant, conflict key) the two share, or None."""
+        keys = {partition_and_file_id(m) for m in markers}
+        if not keys:
+            return None
+        storage = self.candidates.storage
+        for other in self.candidates.candidate_instants(instant_time):
+            for _, names in sorted(read_server_marker_files(storage, other).items()):
+                hit = next((k for n in names if (k := partition_and_file_id(n)) in keys), None)
+                if hit is not None:
+                    return other, hit
+        return None
+
+
 @dataclass(frozen=True)
 class EarlyConflictDetectingMarkers:
     """A Flink write task's markers with early conflict detection: a new log file's marker is
@@ -132,4 +165,6 @@ __all__ = [
     "DirectMarkerDetection",
     "EarlyConflictDetectingMarkers",
     "HoodieEarlyConflictDetectionException",
+    "TimelineServerMarkerDetection",
+    "partition_and_file_id",
 ]

@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 import simpy
 
 from models.storage import Storage
-from models.write.markers import marker_name
+from models.write.early_conflict import HoodieEarlyConflictDetectionException
+from models.write.markers import marker_name, parse_marker_name
 from models.write.writer import TableWriter
 from sim.marker_server import MarkerServer
 from sim.staged_storage import StagedStorage
@@ -56,13 +57,32 @@ def staged_writer(
 
 
 def send_markers(server: MarkerServer, requests: MarkerRequests) -> Generator[Any, Any, None]:
-    """Create each marker on ``server`` and wait for its answer before the next."""
+    """Create each marker on ``server`` and wait for its answer before the next. With early
+    conflict detection a False answer throws (``TimelineServerBasedWriteMarkers
+    #createWithEarlyConflictDetection``: "Early conflict detected but cannot resolve conflicts
+    for overlapping writes"), whether the server found a conflict or already had the name."""
     for instant_time, name in requests.names:
         asked_ms = server.env.now
         try:
-            yield server.create_marker(instant_time, name)
+            created = yield server.create_marker(instant_time, name)
         finally:
             server.stats.answer_wait_ms += int(server.env.now - asked_ms)
+        if not created and server.early_conflict is not None:
+            raise _refused(server, instant_time, name)
+
+
+def _refused(server: MarkerServer, instant_time: str, name: str) -> Exception:
+    """The client's exception for a refused marker; the conflicting instant is the server's
+    finding (for the history: Hudi's message does not name it)."""
+    marker = parse_marker_name(name, "")
+    partition, file_name = (marker.partition, marker.file_name) if marker else ("", name)
+    found = server.early_conflict.found if server.early_conflict else None
+    return HoodieEarlyConflictDetectionException(
+        instant_time,
+        found[0] if found else "",
+        partition,
+        file_name.lstrip(".").split("_", 1)[0],
+    )
 
 
 def write_after_markers(

@@ -297,12 +297,15 @@ class WriteFunction:
         """Run ``write`` and wait for its storage requests (with a timeline server, for its
         markers first: :mod:`sim.flink.marker_requests`)."""
         env, server = self.attempt.env, self.marker_server
-        if server is not None:
-            return (yield from write_after_markers(env, self.storage, server, self.writer, write))
         try:
+            if server is not None:
+                return (
+                    yield from write_after_markers(env, self.storage, server, self.writer, write)
+                )
             stats = write(self.writer)
         except HoodieEarlyConflictDetectionException as conflict:
-            yield env.timeout(self.storage.latency_since(mark))
+            if server is None:  # the direct strategy's listings took storage time
+                yield env.timeout(self.storage.latency_since(mark))
             self.attempt.history.info(
                 self.me,
                 "early_conflict",

@@ -6,6 +6,9 @@ scenario schema with Hudi's assertions.
   ``hudi-spark-datasource/hudi-spark/src/test/java/org/apache/hudi/client/``).
 - ``TestHoodieWriteConfig#testNonBlockingConcurrencyControlInvalidEarlyConflictDetection``
   (``hudi-client/hudi-client-common``).
+- ``TestMarkerBasedEarlyConflictDetectionRunnable#testMarkerConflictDetectionRunnable``
+  (``hudi-timeline-service/src/test/java/org/apache/hudi/timeline/service/handlers/marker/``), on
+  :class:`~models.write.early_conflict.TimelineServerMarkerDetection`.
 
 Translations. Hudi's clients write through Spark, each upsert task creating its markers; here each
 client is a :class:`~models.write.writer.TableWriter` whose markers run the direct strategy, and a
@@ -16,7 +19,12 @@ instant's heartbeat (LAZY cleaning, forced by OCC) and its commit stops it after
 folder is deleted (``BaseHoodieWriteClient#postCommit``). Hudi's ``Thread.sleep(20000)`` with
 client4's heartbeat interval of 10 s (tolerance 20 s) is the storage's clock moving past the
 tolerance. Hudi's ``hoodie.write.concurrency.mode`` and the NBCC config builder are the scenario
-keys ``[[jobs]] concurrency`` and ``early_conflict_detection``.
+keys ``[[jobs]] concurrency`` and ``early_conflict_detection``. The runnable test's
+``maxAllowableHeartbeatIntervalInMs = Long.MAX_VALUE`` keeps instant 001's missing heartbeat
+(time 0) live; here 001 gets a heartbeat and the tolerance is as large (the model calls a missing
+heartbeat expired outright); its mocked ``MarkerHandler#getAllMarkers`` is the set of 002's
+markers the runnable compares; Hudi's ``001``/``002`` are 17-digit times; the commit-conflict
+part (``checkCommitConflict``, an empty commit) adds nothing, and is not modelled.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import pytest
 from models.format.properties import MERGE_ON_READ
 from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.storage import InMemoryStorage
+from models.timeline.active import Timeline
 from models.timeline.truetime import make_time_generator
 from models.view.filenames import parse_log_file_name
 from models.write import heartbeat
@@ -34,6 +43,7 @@ from models.write.early_conflict import (
     DirectMarkerDetection,
     EarlyConflictDetectingMarkers,
     HoodieEarlyConflictDetectionException,
+    TimelineServerMarkerDetection,
 )
 from models.write.markers import DirectWriteMarkers
 from models.write.table_init import create_table
@@ -145,3 +155,26 @@ def test_non_blocking_concurrency_control_invalid_early_conflict_detection():
     }
     with pytest.raises(ScenarioError, match="OPTIMISTIC_CONCURRENCY_CONTROL"):
         scenario_from_dict(data)
+
+
+def test_marker_conflict_detection_runnable():
+    storage = InMemoryStorage()
+    storage.now_ms = START_MS
+    old, current = "00000000000000001", "00000000000000002"
+    storage.write(f".hoodie/.temp/{old}/MARKERS.type", b"TIMELINE_SERVER_BASED")
+    names = [
+        "2016/b21adfa2-7013-4452-a565-4cc39fea5b73-0_4-17-21_001.parquet.marker.CREATE",
+        "2016/4a266542-c7d5-426f-8fb8-fb85a2e88448-0_3-17-20_001.parquet.marker.CREATE",
+    ]
+    storage.write(f".hoodie/.temp/{old}/MARKERS0", "\n".join(names).encode())
+    heartbeat.start(storage, old, START_MS)
+    candidates = DirectMarkerDetection(
+        storage, now_ms=lambda: START_MS, timeline=lambda: Timeline(()), heartbeat_interval_ms=2**62
+    )
+    current_markers = {
+        "2016/b21adfa2-7013-4452-a565-4cc39fea5b73-0_40-170-210_002.parquet.marker.MERGE",
+        "2016/1228caeb-4188-4e19-a18d-848e6f9b0448-0_55-55-425_002.parquet.marker.MERGE",
+    }
+    has_conflict = TimelineServerMarkerDetection(candidates).conflict(current, current_markers)
+    assert has_conflict is not None  # hasConflict.get() == true
+    assert has_conflict == (old, "2016/b21adfa2-7013-4452-a565-4cc39fea5b73-0")

@@ -107,6 +107,7 @@ EXPECTED = {
     "global_index_moving_keys_cow": (),
     "early_conflict_own_instant": ("exactly_once", "liveness", "no_data_loss"),
     "early_conflict_late_acks": (),
+    "early_conflict_server_latch": ("liveness",),
     "global_index_moving_keys_mini_batches": (),
     "non_global_index_moving_keys": ("merge_convergence", "no_data_loss", "unique_key"),
     "occ_contention_early_detection": ("exactly_once", "liveness", "no_data_loss"),

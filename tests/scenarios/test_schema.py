@@ -76,6 +76,7 @@ DEFAULTS: dict[str, Any] = {
     "jobs.compaction_every_commits": 5,
     "jobs.concurrency": "nbcc",
     "jobs.early_conflict_detection": False,
+    "jobs.async_conflict_detector_period_ms": 30000,
     "jobs.index": "bucket",
     "jobs.index_bootstrap": False,
     "jobs.index_state_ttl_days": 0.0,
@@ -433,13 +434,13 @@ def test_only_whole_record_upserts_move_keys_between_partitions() -> None:
     assert (moving.partition_period_s, moving.index_global) == (10, True)
 
 
-def test_early_conflict_detection_needs_occ_and_direct_markers() -> None:
+def test_early_conflict_detection_needs_occ() -> None:
     error = error_of(f"{MINIMAL}[[jobs]]\nearly_conflict_detection = true\n")
     assert_one_line(error, "jobs[0].early_conflict_detection", 'concurrency = "occ"')
     occ = '[[jobs]]\nconcurrency = "occ"\nearly_conflict_detection = true\n'
-    error = error_of(f'{MINIMAL}[table]\nmarkers = "timeline_server"\n{occ}')
-    assert_one_line(error, "jobs[0].early_conflict_detection", 'markers = "direct"')
-    assert parse_scenario(f"{MINIMAL}{occ}").jobs[0].early_conflict_detection
+    for markers in ("direct", "timeline_server"):  # each with its strategy
+        body = f'{MINIMAL}[table]\nmarkers = "{markers}"\n{occ}'
+        assert parse_scenario(body).jobs[0].early_conflict_detection
 
 
 def test_misspelt_key_is_an_error_not_a_default() -> None:

@@ -7,8 +7,10 @@ from __future__ import annotations
 import simpy
 
 from models.storage import InMemoryStorage
+from models.timeline.active import Timeline
+from models.write.early_conflict import DirectMarkerDetection, TimelineServerMarkerDetection
 from models.write.markers import list_markers, read_server_marker_files
-from sim.marker_server import HoodieRemoteException, MarkerServer
+from sim.marker_server import HoodieRemoteException, MarkerServer, ServerConflictDetection
 from sim.rng import Rng
 from sim.storage import SimStorage
 from sim.storage_profiles import local_profile
@@ -160,3 +162,50 @@ def test_a_task_sends_its_markers_one_by_one_and_its_wait_is_counted():
         0: ["p=1/a.parquet.marker.CREATE"],
         1: ["p=1/b.parquet.marker.CREATE"],
     }
+
+
+OLDER = "20251231235959000"
+FG = "00000001-aaaa-4bbb-8ccc-dddddddddddd-0"
+
+
+def detecting(env, inner, storage, server, period_ms: int = 1000) -> list:
+    """``server`` with early conflict detection; the older instant ``OLDER`` has a live
+    heartbeat and a ``MARKERS0`` naming a log file of ``FG``. Returns the detections."""
+    inner.write(f".hoodie/.temp/{OLDER}/MARKERS.type", b"TIMELINE_SERVER_BASED")
+    inner.write(
+        f".hoodie/.temp/{OLDER}/MARKERS0", f"p=1/.{FG}_{OLDER}.log.1_0-1-0.marker.CREATE\n".encode()
+    )
+    inner.write(f".hoodie/.heartbeat/{OLDER}", b"0")
+    found: list = []
+    candidates = DirectMarkerDetection(
+        inner,
+        now_ms=lambda: int(env.now),
+        timeline=lambda: Timeline(()),
+        heartbeat_interval_ms=10**9,
+    )
+    server.early_conflict = ServerConflictDetection(
+        env, TimelineServerMarkerDetection(candidates), period_ms, lambda *hit: found.append(hit)
+    )
+    return found
+
+
+def test_the_server_refuses_an_instants_markers_once_it_found_a_conflict():
+    env, inner, storage, server = setup()
+    found = detecting(env, inner, storage, server)
+    log: list = []
+    other = "p=1/.00000002-aaaa-4bbb-8ccc-dddddddddddd-0_x.log.1_0-1-0.marker.CREATE"
+    ask(env, server, other, log)  # another file group: no conflict, created
+    env.run(until=100)
+    assert [entry[2] for entry in log] == [True] and found == []
+    ask(env, server, f"p=1/.{FG}_{INSTANT}.log.1_0-1-0.marker.CREATE", log)
+    env.run(until=200)
+    assert log[-1][2] is True  # the check runs every period: not yet
+    env.run(until=1100)  # the check at 1 s sees both markers of FG
+    assert found == [(INSTANT, OLDER, f"p=1/.{FG}")]
+    ask(env, server, "p=1/c.parquet.marker.CREATE", log)
+    env.run(until=1200)
+    assert log[-1][2] is False  # refused at once, unbatched
+    log2: list = []
+    ask(env, server, "p=1/d.parquet.marker.CREATE", log2, instant="20260101000001000")
+    env.run(until=1400)  # another folder: watched afresh, the finding cleared
+    assert log2[0][2] is True and server.early_conflict.watched == "20260101000001000"

@@ -125,6 +125,11 @@ VARIANTS += (
         finding=True,
     ),
     Variant(
+        "early_conflict_server_latch",
+        {"jobs": {"early_conflict_detection": False}},
+        finding=True,
+    ),
+    Variant(
         "global_index_bootstrap_deleted_copy",
         {"protocol": {"index_bootstrap_deletes": "skipped"}},
         finding=True,
