@@ -65,7 +65,8 @@ def draw_swarm(seed: int) -> dict[str, Any]:
         _job(root.child("job").child(str(index)), index, count, cow, operation)
         for index in range(count)
     ]
-    _early_conflict_detection(root.child("early_conflict_detection"), jobs, mor=not cow)
+    if table.get("markers", "direct") == "direct":  # the server's detection latches
+        _early_conflict_detection(root.child("early_conflict_detection"), jobs, mor=not cow)
     duration_s = float(root.child("duration").randint(*DURATION_S))
     faults = _faults(root.child("faults"), time, sim, jobs, duration_s)
     return {
@@ -179,10 +180,11 @@ def _state_index(rng: Rng, *, mor: bool) -> dict[str, Any]:
 
 def _early_conflict_detection(rng: Rng, jobs: list[dict[str, Any]], *, mor: bool) -> None:
     """Early conflict detection half the time for a lone OCC job on MERGE_ON_READ (Flink checks
-    only new log files), under ``failover = "full"``: a notification lost
-    while the next instant writes then ends in a global restore that commits the pending
-    instant; under a region failover the job stalls for good (the finding
-    ``early_conflict_own_instant``)."""
+    only new log files) with direct markers (the timeline server's detection latches on an
+    instant the job writes again: the finding ``early_conflict_server_latch``), under ``failover
+    = "full"``: a notification lost while the next instant writes then ends in a global restore
+    that commits the pending instant; under a region failover the job stalls for good (the
+    finding ``early_conflict_own_instant``)."""
     (job,) = jobs if len(jobs) == 1 else (None,)
     if job is None or not mor or job["concurrency"] != "occ" or not rng.bernoulli(0.5):
         return

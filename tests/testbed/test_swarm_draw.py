@@ -72,6 +72,7 @@ def test_draws_stay_inside_the_supported_configurations():
             if job.early_conflict_detection:  # a lone OCC log writer, failing over in full
                 assert len(jobs) == 1 and job.concurrency == "occ" and job.failover == "full"
                 assert scenario.table.type == "MERGE_ON_READ"
+                assert scenario.table.markers == "direct"
 
 
 def test_every_feature_is_switched_both_ways_across_seeds():
