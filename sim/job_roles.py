@@ -8,13 +8,13 @@ spec and context; the job decides when (its attempts and restart paths).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from models.flink.coordinator import RestoreRules, WriteCoordinator
 from models.flink.index_bootstrap import bootstrap_index
-from models.flink.state_index import Location
+from models.flink.state_index import Location, restore_locations
 from models.flink.write_buffer import BufferOptions
 from models.flink.write_files import FileLayout
 from models.flink.write_profile import (
@@ -343,11 +343,25 @@ class JobRoles:
                 coordinator.coordinator.pending_instants, default=None
             ),
         )
-        bootstrapped = None
-        if self.spec.index_bootstrap:
+        if not self.spec.index_bootstrap:
+            return assigner_tasks(tasks, self.assigner_snapshots, restored, settings)
+        # BootstrapOperator#initializeState runs in the deployed tasks, after Flink reset and
+        # started the coordinator (whose restart step recommits what it restored): the load
+        # reads the timeline once that step is done; records wait until it has finished.
+        settings = replace(settings, ready_at_ms=2**62)
+        assigners = assigner_tasks(tasks, self.assigner_snapshots, restored, settings)
+
+        def load() -> Generator[Any, Any, None]:
+            yield coordinator.restored
             bootstrapped, duration_ms = self._index_bootstrap(restored, len(tasks))
-            settings = replace(settings, ready_at_ms=int(self.env.now) + duration_ms)
-        return assigner_tasks(tasks, self.assigner_snapshots, restored, settings, bootstrapped)
+            now, most = int(self.env.now), self.max_parallelism
+            for task_id, assigner in enumerate(assigners):
+                share = restore_locations(bootstrapped, task_id, most, len(assigners))
+                assigner.index.load(share, now)
+                assigner.ready_at_ms = now + duration_ms
+
+        attempt.start(attempt.run("index-bootstrap", load()))
+        return assigners
 
     def _index_bootstrap(
         self, restored: int | None, parallelism: int

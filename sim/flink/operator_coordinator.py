@@ -187,11 +187,13 @@ class OperatorCoordinator:
         self.me = attempt.process_name("coordinator")
         self._reported: set[int] = set()  # tasks whose bootstrap message arrived this attempt
         self._in_flight: simpy.Process | None = None  # the mailbox action running, if any
+        self.restored = attempt.env.event()  # this attempt's restart step is done
 
     def rebind(self, attempt: Attempt) -> None:
         """Serve the job's next attempt (the coordinator survived a task or global failover)."""
         self.attempt = attempt
         self.subtasks.clear()
+        self.restored = attempt.env.event()
 
     @property
     def writer(self) -> TableWriter:
@@ -242,6 +244,7 @@ class OperatorCoordinator:
         self._reported.clear()
         self.requests.new_attempt()
         yield from self._finish(self._restore(state, step))
+        self.restored.succeed()
         self.attempt.start(self.attempt.run("coordinator", self.requests.serve()))
         while True:
             with self.mailbox.get() as get:  # an interrupt withdraws the request: the mailbox
