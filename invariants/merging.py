@@ -98,7 +98,29 @@ class CommitTimeMerge:
     order_independent: bool = False
 
     def winners(self, rows: Identified, index: np.ndarray, order: np.ndarray) -> np.ndarray:
-        return _last_per_ident(rows, index, [np.asarray(order)])
+        """The last version in ``order``; within one commit a delete only removes versions of
+        its own file group, so a file group whose last version of the record is live beats one
+        whose last version is a delete (the global index deletes a moved key from its old file
+        group and writes it into another in the same commit)."""
+        order = np.asarray(order)
+        if rows.commit is None:
+            return _last_per_ident(rows, index, [order])
+        index = np.asarray(index, np.int64)
+        commit, group = rows.commit[index], rows.file_group[index]
+        codes = rows.codes[index]
+        if len(index):  # a commit comes where its last row comes in ``order``
+            last = np.full(int(commit.max()) + 1, np.iinfo(np.int64).min)
+            np.maximum.at(last, commit, order.astype(np.int64))
+            commit = last[commit]
+        by_group = np.lexsort([order, group, commit, codes])
+        keys = np.stack([codes[by_group], commit[by_group], group[by_group]])
+        group_last = np.zeros(len(index), np.int64)
+        if len(index):
+            ends = np.ones(len(index), bool)
+            ends[:-1] = (keys[:, 1:] != keys[:, :-1]).any(axis=0)
+            group_last[by_group[ends]] = 1
+        live_ = (~rows.deleted[index]).astype(np.int64)
+        return _last_per_ident(rows, index, [order, live_ * group_last, group_last, commit])
 
     def merge(self, rows: Identified, index: np.ndarray, order: np.ndarray) -> pa.Table:
         return live(rows, self.winners(rows, index, order))
@@ -246,6 +268,10 @@ class Identified:
     table: pa.Table
     codes: np.ndarray
     deleted: np.ndarray
+    commit: np.ndarray | None = None
+    """Each row's commit as its position in completion order (None: not known)."""
+    file_group: np.ndarray | None = None
+    """An integer standing for each row's file group (with ``commit``)."""
     _ranks: dict[str, tuple[np.ndarray, np.ndarray]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -281,10 +307,23 @@ def identified(rows: CommittedRows, *, by_file_group: bool) -> Identified:
         ident = pc.binary_join_element_wise(*parts, _SEP)
         codes = pc.dictionary_encode(ident).combine_chunks().indices
         deleted = pc.fill_null(table.column(DELETED), False).to_numpy(zero_copy_only=False)
+        groups = pc.dictionary_encode(rows.file_ids()).indices
         rows.cache[key] = Identified(
-            table.append_column(IDENT, ident), codes.to_numpy(zero_copy_only=False), deleted
+            table.append_column(IDENT, ident),
+            codes.to_numpy(zero_copy_only=False),
+            deleted,
+            _commit_positions(rows),
+            groups.to_numpy(zero_copy_only=False),
         )
     return rows.cache[key]
+
+
+def _commit_positions(rows: CommittedRows) -> np.ndarray:
+    """Each row's commit as its position among the commits in completion order."""
+    if rows.table.num_rows == 0:
+        return np.zeros(0, np.int64)
+    pairs = np.stack([rows.completion, rows.instant], axis=1)
+    return np.unique(pairs, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
 def merged_at(
