@@ -44,6 +44,8 @@ CHECKPOINT_INTERVAL_HALF_S = (2, 10)
 RECORDS_PER_S = (50, 800)
 KEY_SPACE = (100, 5000)
 MAX_EXPECTED_SKEW_MS = (50, 500)
+DRAIN_TIMEOUT_S = 120.0
+"""``[sim] drain_timeout_s``'s default."""
 
 
 def swarm_name(seed: int) -> str:
@@ -66,7 +68,7 @@ def draw_swarm(seed: int) -> dict[str, Any]:
         for index in range(count)
     ]
     if table.get("markers", "direct") == "direct":  # the server's detection latches
-        _early_conflict_detection(root.child("early_conflict_detection"), jobs, mor=not cow)
+        _early_conflict_detection(root.child("early_conflict_detection"), jobs, sim, mor=not cow)
     duration_s = float(root.child("duration").randint(*DURATION_S))
     faults = _faults(root.child("faults"), time, sim, jobs, duration_s)
     return {
@@ -178,18 +180,23 @@ def _state_index(rng: Rng, *, mor: bool) -> dict[str, Any]:
     return index
 
 
-def _early_conflict_detection(rng: Rng, jobs: list[dict[str, Any]], *, mor: bool) -> None:
+def _early_conflict_detection(
+    rng: Rng, jobs: list[dict[str, Any]], sim: dict[str, Any], *, mor: bool
+) -> None:
     """Early conflict detection half the time for a lone OCC job on MERGE_ON_READ (Flink checks
     only new log files) with direct markers (the timeline server's detection latches on an
     instant the job writes again: the finding ``early_conflict_server_latch``), under ``failover
     = "full"``: a notification lost while the next instant writes then ends in a global restore
     that commits the pending instant; under a region failover the job stalls for good (the
-    finding ``early_conflict_own_instant``)."""
+    finding ``early_conflict_own_instant``). A failed instant's markers stop every flush until
+    its heartbeat expires (the interval times two misses), so the drain allows for that."""
     (job,) = jobs if len(jobs) == 1 else (None,)
     if job is None or not mor or job["concurrency"] != "occ" or not rng.bernoulli(0.5):
         return
     job["early_conflict_detection"] = True
     job["failover"] = "full"
+    interval_s = sim.get("heartbeat_interval_ms", 60_000) / 1000
+    sim["drain_timeout_s"] = max(DRAIN_TIMEOUT_S, DRAIN_TIMEOUT_S + 2 * interval_s)
 
 
 RATE_DRAWS: dict[str, Callable[[Rng], float | int]] = {

@@ -73,6 +73,8 @@ def test_draws_stay_inside_the_supported_configurations():
                 assert len(jobs) == 1 and job.concurrency == "occ" and job.failover == "full"
                 assert scenario.table.type == "MERGE_ON_READ"
                 assert scenario.table.markers == "direct"
+                tolerance_s = 2 * scenario.sim.heartbeat_interval_ms / 1000
+                assert scenario.sim.drain_timeout_s >= 120 + tolerance_s
 
 
 def test_every_feature_is_switched_both_ways_across_seeds():
