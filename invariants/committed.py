@@ -120,7 +120,6 @@ class CommittedTable:
         bases: dict[tuple[str, str], DataFile] = {}  # a file group's last committed base file
         for instant in self.writes():
             deletes = dict(instant.deletes)
-            first = len(parts)  # this instant's tombstones go before its rows (see below)
             for f in instant.files:
                 if f.path not in self.files:
                     continue  # listed but gone: the records are lost, which the checkers see
@@ -137,13 +136,7 @@ class CommittedTable:
                         parts.append(own)
                 previous = None if f.is_log else bases.get((f.partition, f.file_id))
                 if previous is not None and deletes.get(f.path):
-                    # before every row of the instant: a tombstone removes the version of the
-                    # previous base file, never a version the instant wrote into another file
-                    # group (the global index's insert of a moved key), which must win a
-                    # commit-time tie
-                    tombstones = self._merge_deletes(previous, f, index, instant, deletes[f.path])
-                    parts[first:first] = tombstones
-                    first += len(tombstones)
+                    parts.extend(self._merge_deletes(previous, f, index, instant, deletes[f.path]))
                 if not f.is_log:
                     bases[(f.partition, f.file_id)] = f
         return CommittedRows(rows_table(parts), tuple(files), tuple(owners))
