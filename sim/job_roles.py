@@ -25,7 +25,6 @@ from models.flink.write_profile import (
 from models.flink.write_task import WriteTask
 from models.format.records import RecordSource
 from models.txn.write_config import NON_BLOCKING_CONCURRENCY_CONTROL, job_concurrency_mode
-from models.view.filenames import parse_log_file_name
 from models.view.fsview import latest_file_slices
 from models.write.early_conflict import (
     DirectMarkerDetection,
@@ -266,9 +265,7 @@ class JobRoles:
                 heartbeat_interval_ms=sim.heartbeat_interval_ms,
                 tolerable_misses=sim.heartbeat_tolerable_misses,
             )
-            writer.markers = EarlyConflictDetectingMarkers(
-                writer.markers, detection, lambda name: parse_log_file_name(name).file_id
-            )
+            writer.markers = EarlyConflictDetectingMarkers(writer.markers, detection)
         return writer
 
     def _bucket_index(self, attempt: Attempt, task_id: int) -> TaskBucketIndex | None:

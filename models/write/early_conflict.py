@@ -44,6 +44,7 @@ from models.storage import Storage, join
 from models.table_errors import HoodieException
 from models.timeline.active import Timeline
 from models.timeline.instant import State
+from models.view.filenames import parse_log_file_name
 from models.write.heartbeat import (
     DEFAULT_HEARTBEAT_INTERVAL_MS,
     DEFAULT_TOLERABLE_MISSES,
@@ -147,17 +148,17 @@ class TimelineServerMarkerDetection:
 class EarlyConflictDetectingMarkers:
     """A Flink write task's markers with early conflict detection: a new log file's marker is
     created after the check (``createLogMarkerIfNotExists``), every other marker as ``inner``
-    creates it. ``file_id_of`` reads a log file name's file id."""
+    creates it."""
 
     inner: WriteMarkers
     detection: DirectMarkerDetection
-    file_id_of: Callable[[str], str]
 
     def create_if_not_exists(
         self, instant_time: str, partition: str, file_name: str, io_type: str
     ) -> bool:
         if file_name.startswith("."):  # a log file: its name starts with a dot
-            self.detection.check(instant_time, partition, self.file_id_of(file_name))
+            file_id = parse_log_file_name(file_name).file_id
+            self.detection.check(instant_time, partition, file_id)
         return self.inner.create_if_not_exists(instant_time, partition, file_name, io_type)
 
 

@@ -37,7 +37,6 @@ from models.ports import FakeClock, FakeWorld, LocalLock, run
 from models.storage import InMemoryStorage
 from models.timeline.active import Timeline
 from models.timeline.truetime import make_time_generator
-from models.view.filenames import parse_log_file_name
 from models.write import heartbeat
 from models.write.early_conflict import (
     DirectMarkerDetection,
@@ -107,7 +106,6 @@ class MultiWriter:
         self.writer.markers = EarlyConflictDetectingMarkers(
             DirectWriteMarkers(self.storage),
             detection,
-            lambda name: parse_log_file_name(name).file_id,
         )
         return self.writer
 

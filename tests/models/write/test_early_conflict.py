@@ -9,7 +9,6 @@ import pytest
 from models.storage import InMemoryStorage
 from models.timeline.active import Timeline
 from models.timeline.instant import Instant, State
-from models.view.filenames import parse_log_file_name
 from models.write import heartbeat
 from models.write.early_conflict import (
     DirectMarkerDetection,
@@ -118,7 +117,6 @@ def test_only_new_log_files_are_checked_before_their_marker(world):
     markers = EarlyConflictDetectingMarkers(
         DirectWriteMarkers(world.storage),
         world.detection(),
-        lambda name: parse_log_file_name(name).file_id,
     )
     base = f"{FG}_0-1-0_{t(2)}.parquet"
     assert markers.create_if_not_exists(t(2), "p=1", base, "CREATE")  # Flink's base handles
