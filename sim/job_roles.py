@@ -336,9 +336,7 @@ class JobRoles:
             refresh=self.context.protocol.index_state_refresh,
             global_index=self.spec.index_global and self.spec.partition_period_s > 0,
             clock_ms=lambda: int(self.env.now),
-            last_pending_instant=lambda: max(
-                coordinator.coordinator.pending_instants, default=None
-            ),
+            bootstrap_instant=self._bootstrap_instant(),
         )
         if not self.spec.index_bootstrap:
             return assigner_tasks(tasks, self.assigner_snapshots, restored, settings)
@@ -360,11 +358,22 @@ class JobRoles:
         attempt.start(attempt.run("index-bootstrap", load()))
         return assigners
 
+    def _bootstrap_instant(self) -> Callable[[], str | None]:
+        """What ``BootstrapOperator#snapshotState`` saves at a barrier: the table's last
+        completed commits-timeline instant (``StreamerUtil#getLastCompletedInstant``, Hudi 1.1
+        and master since HUDI-9381; 1.0 saved ``CkpMetadata#lastPendingInstant``, the instant
+        its eagerly started coordinator was writing, which the blocking mode here starts only
+        on the tasks' request after the barrier); nothing for a job without the bootstrap."""
+        if not self.spec.index_bootstrap:
+            return lambda: None
+        table = self.context.clients.table
+        return lambda: max((i.requested_time for i in completed_commits(table)), default=None)
+
     def _index_bootstrap(
         self, restored: int | None, parallelism: int
     ) -> tuple[dict[str, Location], int]:
         """``BootstrapOperator#preLoadIndexRecords`` over the committed view, after the
-        checkpoint's last pending instant (none when nothing was restored), and how long it
+        instant the checkpoint's bootstrap state holds (none when nothing was restored), and how long it
         takes: its storage operations, shared evenly among its ``parallelism`` subtasks (each
         loads the file groups whose id hashes to it, ``shouldLoadFile``), which all wait for
         the slowest (``waitForBootstrapReady``)."""
@@ -372,7 +381,7 @@ class JobRoles:
         table, options, storage = clients.table, clients.view_options, clients.storage
         mark = storage.usage()
         timeline, groups = table.file_groups(options=options)
-        last = self.assigner_snapshots.last_pending(restored)
+        last = self.assigner_snapshots.instant_state(restored)
         loaded = bootstrap_index(
             table,
             timeline,

@@ -5,9 +5,11 @@ Hudi's ``BootstrapOperator`` (``sink/bootstrap``) runs at every start and restor
 (``initializeState`` -> ``preLoadIndexRecords``), before any record passes:
 
 - ``loadRecords``: the latest completed instant of the commits timeline, counting only instants
-  requested after ``lastInstantTime`` when the operator restored one (its operator state: the
-  coordinator's last pending instant when the checkpoint was taken, ``CkpMetadata
-  #lastPendingInstant``); with none, nothing is loaded and the restored keyed state stands;
+  requested after ``lastInstantTime`` when the operator restored one (its operator state, saved
+  at each barrier when there is one: the table's last completed instant,
+  ``StreamerUtil#getLastCompletedInstant``, Hudi 1.1 and master; the coordinator's last pending
+  instant, ``CkpMetadata#lastPendingInstant``, Hudi 1.0); with none, nothing is loaded and the
+  restored keyed state stands;
 - otherwise every partition (matching ``index.partition.regex``, ``.*``) and every latest merged
   file slice before or on that instant (``getLatestMergedFileSlicesBeforeOrOn``): each record key
   of its base file (``getHoodieKeyIterator``) and of its logs (``HoodieMergedLogRecordScanner``

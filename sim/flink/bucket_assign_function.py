@@ -38,7 +38,10 @@ class AssignerSnapshots:
 
     _by_checkpoint: dict[int, dict[str, Location]] = field(default_factory=dict)
     _written_ms: dict[int, dict[str, int]] = field(default_factory=dict)
-    _last_pending: dict[int, str | None] = field(default_factory=dict)
+    _instants: dict[int, str | None] = field(default_factory=dict)
+    _instant_state: str | None = None
+    """The bootstrap operator's ``instantState`` in the running attempt: the last non-null
+    instant it snapshotted, or the one it restored."""
     state_keys: list[tuple[int, int]] = field(default_factory=list)
     """(checkpoint id, keys in the index state) of each completed checkpoint: the size of the
     keyed state a restore from it loads."""
@@ -47,15 +50,25 @@ class AssignerSnapshots:
         self,
         checkpoint_id: int,
         locations: dict[str, Location],
-        last_pending: str | None = None,
+        bootstrap_instant: str | None = None,
         written_ms: dict[str, int] | None = None,
     ) -> None:
         """One subtask's keyed state at the barrier of ``checkpoint_id`` (with its entries'
-        TTL timestamps), and the coordinator's last pending instant then (the index bootstrap's
-        operator state, ``lastInstantTime``)."""
+        TTL timestamps), and the index bootstrap's operator state, ``lastInstantTime``:
+        ``BootstrapOperator#snapshotState`` updates ``instantState`` with
+        ``bootstrap_instant`` (the table's last completed instant) only when there is one
+        (``null != lastInstantTime``, HUDI-6812), so a barrier without one keeps the instant
+        saved before."""
         self._by_checkpoint.setdefault(checkpoint_id, {}).update(locations)
         self._written_ms.setdefault(checkpoint_id, {}).update(written_ms or {})
-        self._last_pending[checkpoint_id] = last_pending
+        if bootstrap_instant is not None:
+            self._instant_state = bootstrap_instant
+        self._instants[checkpoint_id] = self._instant_state
+
+    def restore(self, checkpoint_id: int | None) -> None:
+        """A new attempt's operator state: ``instantState`` as ``checkpoint_id`` holds it
+        (empty when nothing is restored: ``initializeState`` without ``isRestored``)."""
+        self._instant_state = self.instant_state(checkpoint_id)
 
     def completed(self, checkpoint_id: int) -> None:
         """Checkpoint ``checkpoint_id`` completed: older snapshots are not restored any more."""
@@ -63,12 +76,12 @@ class AssignerSnapshots:
         for old in [c for c in self._by_checkpoint if c < checkpoint_id]:
             del self._by_checkpoint[old]
             self._written_ms.pop(old, None)
-            self._last_pending.pop(old, None)
+            self._instants.pop(old, None)
 
-    def last_pending(self, checkpoint_id: int | None) -> str | None:
-        """The last pending instant checkpoint ``checkpoint_id`` recorded (None: none, or a
-        start without state)."""
-        return None if checkpoint_id is None else self._last_pending.get(checkpoint_id)
+    def instant_state(self, checkpoint_id: int | None) -> str | None:
+        """The bootstrap's ``instantState`` checkpoint ``checkpoint_id`` holds (None: empty,
+        or a start without state)."""
+        return None if checkpoint_id is None else self._instants.get(checkpoint_id)
 
     def restored(self, checkpoint_id: int | None) -> dict[str, Location]:
         """The state of completed checkpoint ``checkpoint_id`` (None: a start without state)."""
@@ -85,7 +98,7 @@ class AssignerSnapshots:
 class AssignerOptions:
     """What every assigner subtask of a job is built with: the write ``profile``, Flink's max
     parallelism, a file-id source per subtask, the index state TTL (0: none) with the task
-    managers' processing time, the coordinator's last pending instant (for snapshots), when
+    managers' processing time, the instant the index bootstrap's state takes at a barrier, when
     the index bootstrap is done (``ready_at_ms``: records wait until then), when an entry is
     written (``refresh``), and whether a moved key's old copy is deleted (``global_index``)."""
 
@@ -94,7 +107,7 @@ class AssignerOptions:
     mint_uuid: Callable[[int], Callable[[], str]]
     ttl_ms: int = 0
     clock_ms: Callable[[], int] = lambda: 0
-    last_pending_instant: Callable[[], str | None] = lambda: None
+    bootstrap_instant: Callable[[], str | None] = lambda: None
     ready_at_ms: int = 0
     refresh: str = "every_record"
     """When an index entry is written (``[protocol] index_state_refresh``)."""
@@ -113,7 +126,7 @@ class BucketAssignTask:
         *,
         max_parallelism: int,
         clock_ms: Callable[[], int] = lambda: 0,
-        last_pending_instant: Callable[[], str | None] = lambda: None,
+        bootstrap_instant: Callable[[], str | None] = lambda: None,
         ready_at_ms: int = 0,
     ) -> None:
         self.index = index
@@ -122,7 +135,7 @@ class BucketAssignTask:
         self.snapshots = snapshots
         self.max_parallelism = max_parallelism
         self.clock_ms = clock_ms
-        self.last_pending_instant = last_pending_instant
+        self.bootstrap_instant = bootstrap_instant
         self._writer_of: dict[str, int] = {}
 
     def receive(self, rows: pa.Table) -> None:
@@ -158,10 +171,10 @@ class BucketAssignTask:
 
     def inject_barrier(self, checkpoint_id: int) -> None:
         """The barrier: ``snapshotState`` of the keyed state (and the bucket map reset), with
-        the coordinator's last pending instant (the bootstrap operator's state)."""
+        the instant the bootstrap operator's state takes (:meth:`AssignerSnapshots.take`)."""
         index = self.index
         self.snapshots.take(
-            checkpoint_id, index.snapshot(), self.last_pending_instant(), dict(index.written_ms)
+            checkpoint_id, index.snapshot(), self.bootstrap_instant(), dict(index.written_ms)
         )
 
     def checkpoint_complete(self, checkpoint_id: int) -> None:
@@ -191,6 +204,7 @@ def assigner_tasks(
     bootstrap's ``bootstrapped`` locations (:mod:`models.flink.index_bootstrap`), and a new
     assigner over the profile (both sized by the same ``write.parquet.max.file.size``,
     ``HoodieWriteConfig#getParquetMaxFileSize``)."""
+    snapshots.restore(restored_checkpoint)
     restored = snapshots.restored(restored_checkpoint)
     written = snapshots.restored_written_ms(restored_checkpoint)
     parallelism, most = len(writers), options.max_parallelism
@@ -222,7 +236,7 @@ def assigner_tasks(
                 snapshots,
                 max_parallelism=most,
                 clock_ms=options.clock_ms,
-                last_pending_instant=options.last_pending_instant,
+                bootstrap_instant=options.bootstrap_instant,
                 ready_at_ms=options.ready_at_ms,
             )
         )

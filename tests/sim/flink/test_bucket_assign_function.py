@@ -50,7 +50,7 @@ def test_snapshots_keep_each_checkpoint_until_a_later_one_completes():
     assert snapshots.restored(None) == {}
 
 
-def test_a_snapshot_keeps_the_ttl_times_and_the_last_pending_instant():
+def test_a_snapshot_keeps_the_ttl_times_and_the_bootstrap_instant():
     writers = [FakeInput()]
     snapshots = AssignerSnapshots()
     task = BucketAssignTask(
@@ -59,14 +59,30 @@ def test_a_snapshot_keeps_the_ttl_times_and_the_last_pending_instant():
         snapshots,
         max_parallelism=128,
         clock_ms=lambda: 250,
-        last_pending_instant=lambda: "20260101000000123",
+        bootstrap_instant=lambda: "20260101000000123",
     )
     task.receive(records(("k1", "p0")))
     task.inject_barrier(3)
     assert snapshots.restored_written_ms(3) == {"k1": 250}
-    assert snapshots.last_pending(3) == "20260101000000123"
+    assert snapshots.instant_state(3) == "20260101000000123"
     snapshots.completed(4)
-    assert snapshots.restored_written_ms(3) == {} and snapshots.last_pending(3) is None
+    assert snapshots.restored_written_ms(3) == {} and snapshots.instant_state(3) is None
+
+
+def test_a_barrier_without_an_instant_keeps_the_one_saved_before():
+    """``BootstrapOperator#snapshotState`` updates ``instantState`` only with a non-null
+    instant (HUDI-6812): a null one keeps the state, so a restore does not load everything."""
+    snapshots = AssignerSnapshots()
+    snapshots.take(1, {}, "20260101000000100")
+    snapshots.take(2, {}, None)
+    assert snapshots.instant_state(2) == "20260101000000100"
+    snapshots.take(3, {}, "20260101000000300")
+    snapshots.restore(2)  # a new attempt restores checkpoint 2's operator state
+    snapshots.take(4, {}, None)
+    assert snapshots.instant_state(4) == "20260101000000100"
+    snapshots.restore(None)  # a start without state: the operator state is empty
+    snapshots.take(5, {}, None)
+    assert snapshots.instant_state(5) is None
 
 
 def test_an_assigner_task_hands_each_writer_the_file_groups_it_owns():
