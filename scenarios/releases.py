@@ -319,6 +319,17 @@ PRESETS: dict[str, dict[str, Preset]] = {
         )
         for release in RELEASES
     },
+    "index_bootstrap_reads": {
+        release: Preset(
+            "at_deploy",
+            "BootstrapOperator#initializeState reads the timeline when its task is deployed; the "
+            "write tasks' bootstrap events recommit the last checkpoint's instant meanwhile "
+            "(handleBootstrapEvent): no release orders the two; upstream made the record-level "
+            "index bootstrap wait (apache/hudi#18434), a finding of the testbed for the Flink "
+            "state index (global_index_bootstrap_jm_late_commit)",
+        )
+        for release in RELEASES
+    },
     "failed_writes_cleaning": {
         "1.0": Preset(
             "auto",

@@ -293,6 +293,14 @@ class ProtocolSpec(Spec):
     in a file slice is a delete like any key of the slice (loaded: every Hudi release; the last
     location a key gets wins, so with the global index a moved key's old location can replace
     its live one), or leaves it out (skipped: a bootstrap of live keys only, the remedy)."""
+    index_bootstrap_reads: Literal["at_deploy", "after_recommit"] = "at_deploy"
+    """When the index bootstrap (``index_bootstrap``) reads the table after a restore: as soon as
+    its task is deployed, after the coordinator's restart step (at_deploy: every Hudi release,
+    ``BootstrapOperator#initializeState``; after a job manager failover the instant of the last
+    completed checkpoint is recommitted only once the write tasks' bootstrap events are in), or
+    once every write task's bootstrap event is in and what they re-sent is recommitted
+    (after_recommit: the remedy, as upstream did for the record-level index bootstrap,
+    apache/hudi#18434)."""
     instant_request: Literal["polled", "blocked"] = "polled"
     """Blocking instant generation: a request for an instant the commit guard holds back is
     answered at once with "not yet" and the task asks again, the guarded creation running apart
@@ -420,7 +428,13 @@ class SimSpec(Spec):
 
 
 RECORDED_WHEN_SET = frozenset(
-    {"marker_write_failure", "marker_answer", "index_state_refresh", "index_bootstrap_deletes"}
+    {
+        "marker_write_failure",
+        "marker_answer",
+        "index_state_refresh",
+        "index_bootstrap_deletes",
+        "index_bootstrap_reads",
+    }
 )
 """Switches a history's ``setup`` event names only when a run departs from the real rule (a
 run on the real rules records none of them)."""

@@ -342,12 +342,15 @@ class JobRoles:
             return assigner_tasks(tasks, self.assigner_snapshots, restored, settings)
         # BootstrapOperator#initializeState runs in the deployed tasks, after Flink reset and
         # started the coordinator (whose restart step recommits what it restored): the load
-        # reads the timeline once that step is done; records wait until it has finished.
+        # reads the timeline once that step is done (index_bootstrap_reads = "after_recommit":
+        # once every write task's bootstrap event is handled too); records wait until it ends.
         settings = replace(settings, ready_at_ms=2**62)
         assigners = assigner_tasks(tasks, self.assigner_snapshots, restored, settings)
 
         def load() -> Generator[Any, Any, None]:
             yield coordinator.restored
+            if self.context.protocol.index_bootstrap_reads == "after_recommit":
+                yield coordinator.reported
             bootstrapped, duration_ms = self._index_bootstrap(restored, len(tasks))
             now, most = int(self.env.now), self.max_parallelism
             for task_id, assigner in enumerate(assigners):

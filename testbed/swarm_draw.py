@@ -10,7 +10,8 @@ Every draw comes from a named stream of the seed (:class:`sim.rng.Rng`, ``swarm/
 adding a parameter to one section never changes what another draws.
 
 The bounds are Hudi's supported configurations (docs/scenarios.md, "Swarm"): Hudi's own rules
-(``[protocol]`` left at ``latest``), TrueTime with the clocks inside its bound, copy-on-write
+(``[protocol]`` left at ``latest``, but for the remedy of the finding
+``global_index_bootstrap_jm_late_commit`` when a job bootstraps its index and moves keys), TrueTime with the clocks inside its bound, copy-on-write
 upserts on the blocking coordinator (Hudi 1.1 keeps them there; ``cow_async_upsert``), several jobs
 only on a MERGE_ON_READ table under NBCC (Hudi's multi-writer mode for streaming; two OCC jobs on
 the same keys livelock by design, ``occ_contention``), pauses shorter than the heartbeat tolerance
@@ -71,7 +72,7 @@ def draw_swarm(seed: int) -> dict[str, Any]:
         _early_conflict_detection(root.child("early_conflict_detection"), jobs, sim, mor=not cow)
     duration_s = float(root.child("duration").randint(*DURATION_S))
     faults = _faults(root.child("faults"), time, sim, jobs, duration_s)
-    return {
+    data: dict[str, Any] = {
         "scenario": {
             "name": swarm_name(seed),
             "description": f"Drawn by testbed swarm from seed {seed} (Hudi's real rules).",
@@ -85,6 +86,9 @@ def draw_swarm(seed: int) -> dict[str, Any]:
         "sim": sim,
         "expect": {"violations": []},
     }
+    if any(job.get("index_bootstrap") and job.get("partition_period_s") for job in jobs):
+        data["protocol"] = {"index_bootstrap_reads": "after_recommit"}
+    return data
 
 
 def _table(rng: Rng) -> dict[str, Any]:

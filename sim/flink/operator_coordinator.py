@@ -188,12 +188,14 @@ class OperatorCoordinator:
         self._reported: set[int] = set()  # tasks whose bootstrap message arrived this attempt
         self._in_flight: simpy.Process | None = None  # the mailbox action running, if any
         self.restored = attempt.env.event()  # this attempt's restart step is done
+        self.reported = attempt.env.event()  # every task of this attempt is up, its event handled
 
     def rebind(self, attempt: Attempt) -> None:
         """Serve the job's next attempt (the coordinator survived a task or global failover)."""
         self.attempt = attempt
         self.subtasks.clear()
         self.restored = attempt.env.event()
+        self.reported = attempt.env.event()
 
     @property
     def writer(self) -> TableWriter:
@@ -360,6 +362,8 @@ class OperatorCoordinator:
         if message.epoch != self.attempt.epoch:
             return
         self._reported.add(message.task_id)
+        if len(self._reported) == coordinator.parallelism and not self.reported.triggered:
+            self.reported.succeed()
         if (
             len(self._reported) == coordinator.parallelism
             and not coordinator.bootstrapping

@@ -105,6 +105,8 @@ EXPECTED = {
     "global_index_moving_keys": (),
     "global_index_bootstrap_after_recommit": (),
     "global_index_bootstrap_late_notification": (),
+    "global_index_bootstrap_jm_failover": (),
+    "global_index_bootstrap_jm_late_commit": ("merge_convergence", "no_data_loss", "unique_key"),
     "global_index_bootstrap_deleted_copy": ("merge_convergence", "no_data_loss", "unique_key"),
     "global_index_moving_keys_cow": (),
     "early_conflict_own_instant": ("exactly_once", "liveness", "no_data_loss"),

@@ -134,6 +134,11 @@ VARIANTS += (
         {"protocol": {"index_bootstrap_deletes": "skipped"}},
         finding=True,
     ),
+    Variant(
+        "global_index_bootstrap_jm_late_commit",
+        {"protocol": {"index_bootstrap_reads": "after_recommit"}},
+        finding=True,
+    ),
 )
 BY_NAME = {v.scenario: v for v in VARIANTS}
 
