@@ -376,10 +376,10 @@ class JobRoles:
         self, restored: int | None, parallelism: int
     ) -> tuple[dict[str, Location], int]:
         """``BootstrapOperator#preLoadIndexRecords`` over the committed view, after the
-        instant the checkpoint's bootstrap state holds (none when nothing was restored), and how long it
-        takes: its storage operations, shared evenly among its ``parallelism`` subtasks (each
-        loads the file groups whose id hashes to it, ``shouldLoadFile``), which all wait for
-        the slowest (``waitForBootstrapReady``)."""
+        instant the checkpoint's bootstrap state holds (none when nothing was restored), and how
+        long it takes: its storage operations, shared evenly among its ``parallelism`` subtasks
+        (each loads the file groups whose id hashes to it, ``shouldLoadFile``), which all wait
+        for the slowest (``waitForBootstrapReady``)."""
         clients = self.context.clients
         table, options, storage = clients.table, clients.view_options, clients.storage
         mark = storage.usage()

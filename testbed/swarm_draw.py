@@ -11,10 +11,11 @@ adding a parameter to one section never changes what another draws.
 
 The bounds are Hudi's supported configurations (docs/scenarios.md, "Swarm"): Hudi's own rules
 (``[protocol]`` left at ``latest``, but for the remedy of the finding
-``global_index_bootstrap_jm_late_commit`` when a job bootstraps its index and moves keys), TrueTime with the clocks inside its bound, copy-on-write
-upserts on the blocking coordinator (Hudi 1.1 keeps them there; ``cow_async_upsert``), several jobs
-only on a MERGE_ON_READ table under NBCC (Hudi's multi-writer mode for streaming; two OCC jobs on
-the same keys livelock by design, ``occ_contention``), pauses shorter than the heartbeat tolerance
+``global_index_bootstrap_jm_late_commit`` when a job bootstraps its index and moves keys),
+TrueTime with the clocks inside its bound, copy-on-write upserts on the blocking coordinator
+(Hudi 1.1 keeps them there; ``cow_async_upsert``), several jobs only on a MERGE_ON_READ table
+under NBCC (Hudi's multi-writer mode for streaming; two OCC jobs on the same keys livelock by
+design, ``occ_contention``), pauses shorter than the heartbeat tolerance
 and heartbeats of 10 s or more, so a job manager failover stays inside the tolerance
 (``paused_coordinator_rolled_back`` is the finding beyond it), checkpoint timeouts of 30 s or more
 (a timeout shorter than a flush's storage time fails every checkpoint and each restore replays
