@@ -330,6 +330,14 @@ PRESETS: dict[str, dict[str, Preset]] = {
         )
         for release in RELEASES
     },
+    "early_conflict_heartbeats": {
+        release: Preset(
+            "expired_skipped",
+            f"{_NO_RELEASE}: MarkerUtils#getCandidateInstants keeps an older instant only while "
+            "HoodieHeartbeatUtils#isHeartbeatExpired is false (RFC-56, Hudi 0.13 and later)",
+        )
+        for release in RELEASES
+    },
     "failed_writes_cleaning": {
         "1.0": Preset(
             "auto",

@@ -332,6 +332,12 @@ class ProtocolSpec(Spec):
     file is written (after_write, every Hudi release: ``processMarkerCreationRequests``), or as
     soon as it is accepted in memory (before_write: a hypothetical server that saves the write's
     latency; a crash before the write loses markers of data files the tasks go on to write)."""
+    early_conflict_heartbeats: Literal["expired_skipped", "expired_as_live"] = "expired_skipped"
+    """Early conflict detection (``[[jobs]] early_conflict_detection``): an older instant whose
+    heartbeat expired is no candidate, its writer presumed dead (expired_skipped: every Hudi
+    release, ``MarkerUtils#getCandidateInstants`` filters on ``isHeartbeatExpired``), or its
+    markers count as a live writer's (expired_as_live: a check that ignores heartbeats; a zombie's
+    markers then fail every newer writer of its file groups until a cleaner rolls it back)."""
     failed_writes_cleaning: Literal["auto", "EAGER", "LAZY"] = "auto"
     """Rollback of failed writes: EAGER (before each write) or LAZY (by heartbeat expiry); auto is
     what Hudi's Flink sink ends up with: LAZY for several jobs or OCC; for one job EAGER under
@@ -434,6 +440,7 @@ RECORDED_WHEN_SET = frozenset(
         "index_state_refresh",
         "index_bootstrap_deletes",
         "index_bootstrap_reads",
+        "early_conflict_heartbeats",
     }
 )
 """Switches a history's ``setup`` event names only when a run departs from the real rule (a

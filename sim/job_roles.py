@@ -146,6 +146,7 @@ class JobRoles:
             timeline=clients.table.timeline,
             heartbeat_interval_ms=sim.heartbeat_interval_ms,
             tolerable_misses=sim.heartbeat_tolerable_misses,
+            skip_expired_heartbeats=self._skip_expired_heartbeats(),
         )
 
         def detected(instant: str, other: str, key: str) -> None:
@@ -250,6 +251,11 @@ class JobRoles:
             restore_fails=self.context.faults.restore_fails,
         )
 
+    def _skip_expired_heartbeats(self) -> bool:
+        """Whether early conflict detection drops older instants whose heartbeat expired
+        (``[protocol] early_conflict_heartbeats``)."""
+        return self.context.protocol.early_conflict_heartbeats == "expired_skipped"
+
     def _task_writer(self, attempt: Attempt, task_id: int) -> TableWriter:
         """A write task's client; with ``early_conflict_detection``, its new log files' markers
         go through the direct strategy's check on the task's clock
@@ -264,6 +270,7 @@ class JobRoles:
                 timeline=clients.table.timeline,
                 heartbeat_interval_ms=sim.heartbeat_interval_ms,
                 tolerable_misses=sim.heartbeat_tolerable_misses,
+                skip_expired_heartbeats=self._skip_expired_heartbeats(),
             )
             writer.markers = EarlyConflictDetectingMarkers(writer.markers, detection)
         return writer

@@ -84,6 +84,9 @@ class DirectMarkerDetection:
     timeline: Callable[[], Timeline]
     heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
     tolerable_misses: int = DEFAULT_TOLERABLE_MISSES
+    skip_expired_heartbeats: bool = True
+    """Hudi's filter on ``isHeartbeatExpired``; False keeps every older instant, as if its writer
+    were alive (``[protocol] early_conflict_heartbeats = "expired_as_live"``)."""
 
     def candidate_instants(self, instant_time: str) -> list[str]:
         """``MarkerUtils#getCandidateInstants``: older, not a table service, heartbeat live."""
@@ -100,8 +103,11 @@ class DirectMarkerDetection:
             i
             for i in older
             if i not in services
-            and not is_expired(
-                self.storage, i, now, self.heartbeat_interval_ms, self.tolerable_misses
+            and not (
+                self.skip_expired_heartbeats
+                and is_expired(
+                    self.storage, i, now, self.heartbeat_interval_ms, self.tolerable_misses
+                )
             )
         ]
 

@@ -120,14 +120,16 @@ def test_each_release_sets_every_switch_to_its_preset(release: str) -> None:
 
 def test_a_switch_recorded_when_set_is_in_the_setup_only_off_its_real_rule() -> None:
     """``marker_write_failure``, ``marker_answer``, ``index_state_refresh``,
-    ``index_bootstrap_deletes`` and ``index_bootstrap_reads`` appear in ``switches()`` (the
-    history's ``setup`` event) only off their default: a real-rule run records none of them."""
+    ``index_bootstrap_deletes``, ``index_bootstrap_reads`` and ``early_conflict_heartbeats``
+    appear in ``switches()`` (the history's ``setup`` event) only off their default: a real-rule
+    run records none of them."""
     assert {
         "marker_write_failure",
         "marker_answer",
         "index_state_refresh",
         "index_bootstrap_deletes",
         "index_bootstrap_reads",
+        "early_conflict_heartbeats",
     } == RECORDED_WHEN_SET
     latest = with_protocol('release = "latest"')
     assert (latest.protocol.marker_write_failure, latest.protocol.marker_answer) == (
@@ -138,7 +140,8 @@ def test_a_switch_recorded_when_set_is_in_the_setup_only_off_its_real_rule() -> 
     bad = with_protocol(
         'marker_answer = "before_write"\nmarker_write_failure = "swallow"\n'
         'index_state_refresh = "location_change"\nindex_bootstrap_deletes = "skipped"\n'
-        'index_bootstrap_reads = "after_recommit"'
+        'index_bootstrap_reads = "after_recommit"\n'
+        'early_conflict_heartbeats = "expired_as_live"'
     )
     assert {k: bad.protocol.switches()[k] for k in RECORDED_WHEN_SET} == {
         "marker_write_failure": "swallow",
@@ -146,6 +149,7 @@ def test_a_switch_recorded_when_set_is_in_the_setup_only_off_its_real_rule() -> 
         "index_state_refresh": "location_change",
         "index_bootstrap_deletes": "skipped",
         "index_bootstrap_reads": "after_recommit",
+        "early_conflict_heartbeats": "expired_as_live",
     }
 
 

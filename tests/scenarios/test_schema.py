@@ -127,6 +127,7 @@ DEFAULTS: dict[str, Any] = {
     "protocol.partial_update_merge": "column_group",
     "protocol.marker_write_failure": "fail",
     "protocol.marker_answer": "after_write",
+    "protocol.early_conflict_heartbeats": "expired_skipped",
     "protocol.failed_writes_cleaning": "LAZY",  # "auto" resolved for one async job
     "expect.violations": (),
     "sim.drain_timeout_s": 120,
@@ -255,6 +256,7 @@ def test_protocol_variants_default_to_the_real_rule() -> None:
         "partial_update_merge": ("column_group", "row"),
         "marker_write_failure": ("fail", "swallow"),
         "marker_answer": ("after_write", "before_write"),
+        "early_conflict_heartbeats": ("expired_skipped", "expired_as_live"),
         "failed_writes_cleaning": ("auto", "EAGER", "LAZY"),
     }
     for name, choices in PROTOCOL_VARIANTS.items():

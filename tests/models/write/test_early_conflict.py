@@ -4,6 +4,8 @@ not a pending table service, heartbeat live on the checker's clock), what it cal
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from models.storage import InMemoryStorage
@@ -91,6 +93,17 @@ def test_the_heartbeat_is_live_up_to_the_tolerance_and_expired_after_it(world):
     world.now_ms += 1
     assert world.detection().candidate_instants(t(2)) == []
     world.detection().check(t(2), "p=1", FG)
+
+
+def test_expired_as_live_keeps_a_dead_writers_markers_a_conflict(world):
+    """``[protocol] early_conflict_heartbeats = "expired_as_live"``: no heartbeat filter."""
+    world.write(1, FG, beat=False)
+    world.write(3, FG)
+    world.now_ms += INTERVAL_MS * MISSES + 1  # both expired
+    detection = replace(world.detection(), skip_expired_heartbeats=False)
+    assert detection.candidate_instants(t(4)) == [t(1), t(3)]
+    with pytest.raises(HoodieEarlyConflictDetectionException):
+        detection.check(t(4), "p=1", FG)
 
 
 def test_an_instant_without_heartbeat_is_expired(world):
