@@ -54,6 +54,7 @@ EXPECTED = {
     ),
     "duplicate_bucket_file_id": ("liveness", "merge_convergence", "no_data_loss", "unique_key"),
     "marker_answer_before_write": ("no_orphan_files",),
+    "early_conflict_zombie_as_live": ("liveness",),
     "marker_flush_failures": (),
     "marker_flush_swallowed": ("no_orphan_files",),
     "blocked_instant_requests": ("liveness",),

@@ -115,6 +115,10 @@ VARIANTS += (
     Variant("marker_flush_swallowed", {"protocol": {"marker_write_failure": "fail"}}),
     Variant("marker_answer_before_write", {"protocol": {"marker_answer": "after_write"}}),
     Variant(
+        "early_conflict_zombie_as_live",
+        {"protocol": {"early_conflict_heartbeats": "expired_skipped"}},
+    ),
+    Variant(
         "restart_before_bootstrap",
         {"protocol": {"restored_events_resend": "every_attempt"}},
         finding=True,
