@@ -10,8 +10,9 @@ each failover starts the next), started in this order:
 - ``<job>/task-<i>``: the write tasks (:mod:`sim.flink.write_function`);
 - ``<job>/source``: the source and its routing (:mod:`sim.flink.source`);
 - ``<job>/checkpoint``: Flink's checkpoint coordinator (:mod:`sim.flink.checkpoint_coordinator`);
-- ``<job>/table-services`` in the table-services job (:mod:`sim.table_services`), and a
-  ``<job>/compactor`` per scheduled compaction (:mod:`sim.flink.compactor`).
+- ``<job>/table-services`` in the table-services job (:mod:`sim.table_services`), a
+  ``<job>/compactor`` per scheduled compaction (:mod:`sim.flink.compactor`), and under LAZY a
+  ``<job>/clean_commits`` per clean (:mod:`sim.flink.clean_function`).
 
 Each role gets only its settings, its write client, its mailbox and gateways, the fault hooks it
 fires and its :class:`sim.flink.runtime.Attempt` (through which it fails the job). A task's
@@ -206,12 +207,17 @@ class Job(JobRoles):
             attempt, checkpoint.checkpoint_id if checkpoint else None, tasks, coordinator
         )
         attempt.start(self._source(attempt, tasks, assigners).run())
+        cleaner = None
+        if self.compactor is not None:
+            cleaner = self.context.services.clean_function(attempt, coordinator)
         attempt.start(
-            self._checkpointing(attempt, acks, coordinator, tasks, notify, assigners).run()
+            self._checkpointing(attempt, acks, coordinator, tasks, notify, assigners, cleaner).run()
         )
         if self.compactor is not None:
-            loop = self.context.services.service_loop(attempt, self.compactor, coordinator)
-            attempt.spawn("table-services", loop)
+            resume = self.context.services.resume_compactions(attempt, self.compactor)
+            attempt.spawn("table-services", resume)
+        if cleaner is not None:
+            cleaner.open()
 
     def fail(
         self, epoch: int, cause: str, *, failed_task: int | None = None, path: str | None = None

@@ -47,6 +47,7 @@ from sim.flink.checkpoint_coordinator import (
     CheckpointStore,
     PendingAcks,
 )
+from sim.flink.clean_function import CleanFunction
 from sim.flink.compactor import Compactor
 from sim.flink.operator_coordinator import CommitReporter, OperatorCoordinator, PrecommitCheck
 from sim.flink.runtime import Attempt, Gateway
@@ -420,9 +421,16 @@ class JobRoles:
         tasks: list[WriteFunction],
         notify: Channel,
         assigners: list[BucketAssignTask],
+        cleaner: CleanFunction | None,
     ) -> CheckpointCoordinator:
-        snapshots = self.assigner_snapshots
-        on_complete = [snapshots.completed, *(a.checkpoint_complete for a in assigners)]
+        """The attempt's checkpoint coordinator; its barriers reach the assigner subtasks and
+        the write tasks, and then the clean operator (``cleaner``, if any)."""
+        on_complete: list[Callable[[int], None]] = []
+        if assigners:
+            snapshots = self.assigner_snapshots
+            on_complete = [snapshots.completed, *(a.checkpoint_complete for a in assigners)]
+        if cleaner is not None:
+            on_complete.append(cleaner.notify_checkpoint_complete)
         return CheckpointCoordinator(
             attempt,
             self.checkpoints,
@@ -435,7 +443,8 @@ class JobRoles:
             faults=self.context.faults,
             fault_rng=self.rng.child(f"checkpoint-faults:{attempt.epoch}"),
             draining=lambda: self.draining,
-            on_complete=on_complete if assigners else (),
+            on_complete=on_complete,
+            on_aligned=[cleaner.snapshot_state] if cleaner is not None else (),
         )
 
     def _compactor(self) -> Compactor:

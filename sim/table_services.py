@@ -17,7 +17,8 @@ this module decides *when* they run, as Hudi's Flink pipeline does:
   back every pending write instant when it starts one, ``models.flink.coordinator``; a
   non-blocking job of the ``1.0`` preset, once after a restart when every task's bootstrap
   event is in, every pending write instant the coordinator does not own) or ``LAZY`` (several
-  jobs: the table-services job rolls back instants whose heartbeat expired).
+  jobs: the table-services job's clean operator rolls back instants whose heartbeat expired,
+  when it cleans: :mod:`sim.flink.clean_function`).
 - Archiving runs after each commit of the table-services job; compaction is
   :mod:`sim.flink.compactor`'s.
 - OCC (jobs with ``concurrency = "occ"``): the conflict check of :mod:`models.txn.concurrency`
@@ -46,6 +47,8 @@ from models.write.heartbeat import HeartbeatClient
 from models.write.writer import TableWriter
 from scenarios.tables import SimSpec
 from sim.driver import drive
+from sim.flink.clean_function import ROLE as CLEAN_ROLE
+from sim.flink.clean_function import CleanFunction
 from sim.flink.compactor import Compactor
 from sim.flink.operator_coordinator import PrecommitCheck
 from sim.flink.runtime import Attempt
@@ -60,7 +63,7 @@ class HeartbeatExpiredError(HoodieException, RuntimeError):
 
 
 class CoordinatorClient(Protocol):
-    """The coordinator whose write client cleans failed writes in the table-services process."""
+    """The coordinator whose write client the clean operator cleans failed writes with."""
 
     @property
     def me(self) -> str:
@@ -207,9 +210,8 @@ class TableServices:
     ) -> Generator[Any, Any, None]:
         """LAZY cleaning: roll back, as ``owner`` with ``writer``, every write instant whose
         heartbeat expired. ``lock_owner`` is who takes the table lock (default ``owner``): the
-        table-services process cleans with the coordinator's write client but is a thread of its
-        own, so it must not look like the coordinator to the lock (Hudi's cleaner runs apart from
-        the coordinator's executor)."""
+        clean operator cleans with the coordinator's write client but is a process of its own,
+        so it must not look like the coordinator to the lock."""
         failed = self._failed_writes("LAZY", set())
         yield from self._roll_back(owner, writer, failed, lock_owner=lock_owner)
 
@@ -260,23 +262,31 @@ class TableServices:
         if archived:
             self.history.ok(owner, "archive", {"instants": [i.requested_time for i in archived]})
 
-    # --- the table-services job's process ------------------------------------------------------
+    # --- the table-services job's processes ---------------------------------------------------
 
-    def service_loop(
-        self, attempt: Attempt, compactor: Compactor, coordinator: CoordinatorClient
+    def resume_compactions(
+        self, attempt: Attempt, compactor: Compactor
     ) -> Generator[Any, Any, None]:
-        """The body of ``<job>/table-services``: resume interrupted compactions, then every
-        heartbeat interval, under LAZY, clean failed writes (as the ``coordinator``, with its
-        current write client)."""
+        """The body of ``<job>/table-services``: resume interrupted compactions."""
         yield from compactor.resume(attempt)
-        while True:
-            yield self.env.timeout(self.sim.heartbeat_interval_ms)
-            if self.policy == "LAZY":
-                yield from self.clean_lazily(
-                    coordinator.me,
-                    coordinator.writer,
-                    lock_owner=attempt.process_name("table-services"),
-                )
+
+    def clean_function(
+        self, attempt: Attempt, coordinator: CoordinatorClient
+    ) -> CleanFunction | None:
+        """The attempt's clean operator (:mod:`sim.flink.clean_function`), under LAZY: each clean
+        rolls back failed writes as the ``coordinator``, with its current write client, and takes
+        the table lock as a process of its own (Hudi's cleaner runs apart from the coordinator's
+        executor). None under EAGER, where a clean has nothing to roll back
+        (``CleanerUtils#rollbackFailedWrites`` runs for ``CLEAN_ACTION`` only under LAZY)."""
+        if self.policy != "LAZY":
+            return None
+
+        def clean() -> Generator[Any, Any, None]:
+            yield from self.clean_lazily(
+                coordinator.me, coordinator.writer, lock_owner=attempt.process_name(CLEAN_ROLE)
+            )
+
+        return CleanFunction(attempt, clean)
 
     # --- OCC -----------------------------------------------------------------------------------
 

@@ -151,7 +151,9 @@ class CheckpointCoordinator:
     collector, the operator coordinator and the write tasks it checkpoints, the notification
     channel, the faults it may fire with their random stream, and ``draining`` (faults stop).
     ``on_complete`` hears of every completed checkpoint (the tasks' ``notifyCheckpointComplete``:
-    only the state index's assigner subtasks act on it)."""
+    the state index's assigner subtasks and the clean operator act on it); ``on_aligned`` hears
+    of every checkpoint whose barrier got through all the write tasks (every ACK in): the
+    ``snapshotState`` of the clean operator downstream of them."""
 
     def __init__(
         self,
@@ -168,9 +170,11 @@ class CheckpointCoordinator:
         fault_rng: Rng,
         draining: Callable[[], bool],
         on_complete: Sequence[Callable[[int], None]] = (),
+        on_aligned: Sequence[Callable[[int], None]] = (),
     ) -> None:
         self.attempt = attempt
         self.on_complete = tuple(on_complete)
+        self.on_aligned = tuple(on_aligned)
         self.store = store
         self.acks = acks
         self.settings = settings
@@ -218,6 +222,8 @@ class CheckpointCoordinator:
         yield all_acked | env.timeout(max(0, deadline - env.now))
         if not all_acked.triggered:
             return self._failed(checkpoint_id, "timed out waiting for task ACKs")
+        for listener in self.on_aligned:
+            listener(checkpoint_id)
         job = self.attempt.job
         if self.faults.fail_checkpoint(job, checkpoint_id, triggered_ms, randomly=declined):
             return self._failed(checkpoint_id, "declined by a task")

@@ -87,13 +87,15 @@ class Attempt:
         write task (``updateTaskExecutionState``)."""
         self.control.fail(self.epoch, cause, failed_task=failed_task)
 
-    def start(self, process: Generator[Any, Any, None]) -> None:
+    def start(self, process: Generator[Any, Any, None]) -> simpy.Process:
         """Start a role's process (its ``run()``) as a simpy process of this attempt."""
-        self.processes.append(self.env.process(process))
+        started = self.env.process(process)
+        self.processes.append(started)
+        return started
 
-    def spawn(self, role: str, body: Generator[Any, Any, None]) -> None:
+    def spawn(self, role: str, body: Generator[Any, Any, None]) -> simpy.Process:
         """Start ``body`` as the process ``<job>/<role>`` of this attempt, under :meth:`run`."""
-        self.start(self.run(role, body))
+        return self.start(self.run(role, body))
 
     def run(self, role: str, body: Generator[Any, Any, None]) -> Generator[Any, Any, None]:
         """Run a role's body as Flink's ``Task`` runs an operator: errors in

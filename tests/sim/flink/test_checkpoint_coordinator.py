@@ -78,6 +78,8 @@ def checkpoints(
     faults: FakeFaults | None = None,
     acking: tuple[bool, ...] = (True, True),
     position: SourcePosition | None = None,
+    aligned: list[int] | None = None,
+    completed: list[int] | None = None,
 ):
     acks = PendingAcks(h.attempt, len(acking))
     tasks = [FakeTask(h, i, acks, acks_barriers=a) for i, a in enumerate(acking)]
@@ -96,6 +98,8 @@ def checkpoints(
         faults=faults or FakeFaults(),
         fault_rng=h.rng.child("faults"),
         draining=lambda: False,
+        on_complete=[completed.append] if completed is not None else (),
+        on_aligned=[aligned.append] if aligned is not None else (),
     )
     h.env.process(role.run())
     return role, coordinator, tasks
@@ -155,6 +159,23 @@ def test_a_declined_checkpoint_fails_the_attempt_and_is_not_stored():
     assert store.latest is None and coordinator.delivered == []
     assert h.control.failures == [(1, "checkpoint 1 failed: declined by a task")]
     assert faults.asked == [("fail_checkpoint", 1)]
+
+
+def test_the_operators_after_the_tasks_hear_of_every_aligned_and_every_completed_checkpoint():
+    h, aligned, completed = RoleHarness(), [], []
+    checkpoints(h, aligned=aligned, completed=completed)
+    h.env.run(until=2 * INTERVAL_MS + 100)
+    assert (aligned, completed) == ([1, 2], [1, 2])
+
+    h, aligned, completed = RoleHarness(), [], []
+    checkpoints(h, faults=FakeFaults(declines=True), aligned=aligned, completed=completed)
+    h.env.run(until=3 * INTERVAL_MS)
+    assert (aligned, completed) == ([1], [])  # the barrier got through; the checkpoint failed
+
+    h, aligned, completed = RoleHarness(), [], []
+    checkpoints(h, acking=(True, False), aligned=aligned, completed=completed)
+    h.env.run(until=3 * INTERVAL_MS)
+    assert (aligned, completed) == ([], [])  # a task never passed the barrier on
 
 
 def test_the_notification_goes_out_as_the_faults_say():

@@ -10,7 +10,14 @@ from pathlib import Path
 import networkx as nx
 
 ROOT = Path(__file__).resolve().parents[3]
-ROLES = ("source", "write_function", "operator_coordinator", "checkpoint_coordinator", "compactor")
+ROLES = (
+    "source",
+    "write_function",
+    "operator_coordinator",
+    "checkpoint_coordinator",
+    "compactor",
+    "clean_function",
+)
 
 
 def sim_imports() -> nx.DiGraph:
