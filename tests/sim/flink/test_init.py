@@ -42,7 +42,11 @@ def sim_imports() -> nx.DiGraph:
 
 def test_no_role_job_or_table_service_reaches_the_world_or_the_nemesis():
     graph = sim_imports()
-    sources = [m for m in graph if m.startswith(("sim.flink", "sim.job", "sim.table_services"))]
+    sources = [
+        m
+        for m in graph
+        if m.startswith(("sim.flink", "sim.job", "sim.state_index_roles", "sim.table_services"))
+    ]
     assert len(sources) >= len(ROLES) + 3
     for module in sources:
         assert not {"sim.world", "sim.nemesis"} & nx.descendants(graph, module), module
