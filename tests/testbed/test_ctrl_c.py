@@ -188,7 +188,7 @@ def test_suite_on_spark(tiny, tmp_path):  # a JVM start and Spark's stop: about 
     scenario = tiny(10)
     args = ("suite", str(scenario), "--seeds", "12", "--master", "local[2]", "--out", str(out))
     with command(*args, "-q") as process:
-        code, _, err = ctrl_c(process, finished_runs(out))
+        code, _, err = ctrl_c(process, finished_runs(out, at_least=3))
     assert_suite_interrupted(out, 12, code, err)
 
 
