@@ -202,11 +202,12 @@ def _targets_by_job(
     return rows
 
 
-_TASK_TARGET = re.compile(r"^(.+)/task-(0|[1-9][0-9]*)$")
+_TASK_TARGET = re.compile(r"(.+)/task-(0|[1-9][0-9]*)", re.DOTALL)
+"""A write task's target (a job name may hold any character, a newline too)."""
 
 
 def is_fault_target(scenario: Scenario, kind: str, target: str) -> bool:
-    task = _TASK_TARGET.match(target)
+    task = _TASK_TARGET.fullmatch(target)
     for job, before, writers, after in _targets_by_job(scenario, kind):
         if target in before or target in after:
             return True
