@@ -13,6 +13,7 @@ from invariants.commit_order import check_commit_order
 from invariants.committed import load_committed
 from invariants.completion_after_request import check_completion_after_request
 from invariants.exactly_once import check_exactly_once
+from invariants.failed_writes import check_failed_writes_rolled_back
 from invariants.instant_monotonic import check_instant_monotonic
 from invariants.instant_unique import check_instant_unique
 from invariants.liveness import check_liveness
@@ -43,6 +44,7 @@ CHECKERS: dict[str, Checker] = {
     "unique_key": check_unique_key,
     "placement": check_placement,
     "no_orphan_files": check_no_orphan_files,
+    "failed_writes_rolled_back": check_failed_writes_rolled_back,
 }
 """Invariant name -> checker; the names are those of ``scenarios.schema.INVARIANTS``."""
 

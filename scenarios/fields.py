@@ -24,6 +24,7 @@ INVARIANTS: tuple[str, ...] = (
     "unique_key",
     "placement",
     "no_orphan_files",
+    "failed_writes_rolled_back",
 )
 """Invariant names an ``[expect] violations`` list may use (docs/protocol.md section 9; the names are
 a public contract). The one list of them: a checker added later appends its name here.

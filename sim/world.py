@@ -257,6 +257,10 @@ class World:
                 },
                 "time": scenario.time.model_dump(mode="json"),
                 "protocol": scenario.protocol.switches(),
+                "heartbeat": {
+                    "interval_ms": scenario.sim.heartbeat_interval_ms,
+                    "tolerable_misses": scenario.sim.heartbeat_tolerable_misses,
+                },
                 "jobs": [
                     {
                         **(
@@ -267,6 +271,7 @@ class World:
                         "writers": job.parallelism,
                         "instant_generation": job.mode,
                         "operation": job.spec.operation,
+                        "table_services": job.table_services,
                         **(
                             {"early_conflict_detection": True}
                             if job.spec.early_conflict_detection

@@ -189,6 +189,8 @@ def test_a_run_starts_with_setup_ends_with_end_and_drains():
     assert [j["name"] for j in setup["jobs"]] == ["job0"]
     assert setup["jobs"][0]["source"]["key_space"] == JOB["key_space"]
     assert setup["protocol"]["file_slicing"] == "completion_time"
+    assert setup["heartbeat"] == {"interval_ms": 60_000, "tolerable_misses": 2}
+    assert setup["jobs"][0]["table_services"] is True
     # drained: the last completed checkpoint covers everything the source emitted
     end = events[-1].value
     assert end["completed_checkpoints"]["job0"]["source_offset"] == end["source_offsets"]["job0"]
