@@ -41,7 +41,7 @@ def expand_grid(
     varies fastest). Each point is named ``<grid>-<key>=<value>-...`` after the last part of
     each varied key and validated as a whole scenario."""
     base = load_scenario(catalog[grid.base])
-    base_data = base.model_dump(mode="json")
+    base_data = _rederived(base.model_dump(mode="json"), catalog[grid.base], grid)
     if RELEASE_KEY in grid.set or RELEASE_KEY in grid.vary:
         base_data["protocol"] = _release_free_protocol(
             base_data["protocol"], catalog[grid.base], grid
@@ -75,6 +75,24 @@ def expand_grid(
         scenario = scenario_from_dict(data, f"{source}: grids.{grid.name} point {name}")
         points.append(SuiteScenario(name, scenario, expectation, grid=grid.name, params=params))
     return points
+
+
+def _rederived(data: dict[str, Any], base_file: Path, grid: GridSpec) -> dict[str, Any]:
+    """The resolved base without the defaults derived from other keys that its file does not
+    write and the grid does not set (``[protocol] failed_writes_cleaning``, ``[[jobs]]
+    clean_operator``): each point derives them again from its own jobs and release."""
+    raw = tomllib.loads(base_file.read_text(encoding="utf-8"))
+    gridded = {*grid.set, *grid.vary}
+    if "failed_writes_cleaning" not in raw.get("protocol", {}):
+        if "protocol.failed_writes_cleaning" not in gridded:
+            data["protocol"].pop("failed_writes_cleaning", None)
+    raw_jobs = raw.get("jobs", [])
+    for index, job in enumerate(data["jobs"]):
+        written = raw_jobs[index] if index < len(raw_jobs) else {}
+        keys = (f"jobs[{index}].clean_operator", "jobs[*].clean_operator")
+        if "clean_operator" not in written and not gridded & set(keys):
+            job.pop("clean_operator", None)
+    return data
 
 
 RELEASE_KEY = "protocol.release"

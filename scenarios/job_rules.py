@@ -11,6 +11,17 @@ def check_job_rules(job: JobSpec, index: int) -> None:
     """Every rule below for ``jobs[index]``."""
     check_partition_moves(job, index)
     check_early_conflict_detection(job, index)
+    check_clean_operator(job, index)
+
+
+def check_clean_operator(job: JobSpec, index: int) -> None:
+    """The clean operator is one of the table-services job's operators in the model."""
+    if job.clean_operator and not job.table_services:
+        raise RuleViolation(
+            "clean_operator belongs to the job that runs table services",
+            key=f"jobs[{index}].clean_operator",
+            allowed="false, or table_services = true",
+        )
 
 
 def check_partition_moves(job: JobSpec, index: int) -> None:
@@ -34,4 +45,9 @@ def check_early_conflict_detection(job: JobSpec, index: int) -> None:
         )
 
 
-__all__ = ["check_early_conflict_detection", "check_job_rules", "check_partition_moves"]
+__all__ = [
+    "check_clean_operator",
+    "check_early_conflict_detection",
+    "check_job_rules",
+    "check_partition_moves",
+]

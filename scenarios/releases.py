@@ -338,6 +338,26 @@ PRESETS: dict[str, dict[str, Preset]] = {
         )
         for release in RELEASES
     },
+    "append_clean": {
+        "1.0": Preset(
+            "flink_conf",
+            "HUDI-6540 (apache/hudi#9211, 0.14): HoodieTableSink's append branch adds "
+            "Pipelines.clean only if OptionsResolver#isLazyFailedWritesCleanPolicy(conf), which "
+            "reads the Flink options alone (default EAGER), so an OCC append job has no cleaner",
+        ),
+        "1.1": Preset(
+            "flink_conf",
+            "as 1.0 (HUDI-6540, the 1.1.0 cut 4f80914b), where FlinkWriteClients"
+            "#getHoodieClientConfig also forces LAZY on the write config only (HUDI-9534): a lone "
+            "async append job cleans nothing",
+        ),
+        "latest": Preset(
+            "write_config",
+            "master still reads the Flink conf (OptionsResolver, HoodieTableSink, HUDI-6540); not "
+            "reported upstream, the testbed's finding (append_never_cleans); latest asks the "
+            "write config, the remedy",
+        ),
+    },
     "failed_writes_cleaning": {
         "1.0": Preset(
             "auto",

@@ -9,7 +9,8 @@ but every failure leaves this module as a :class:`ScenarioError`.
 
 Some defaults depend on the whole file rather than on one key (a job's name is ``job<i>`` by its
 position, only the first job runs table services, ``failed_writes_cleaning = "auto"`` is the
-policy Hudi's Flink sink ends up with for the jobs and release, ``[protocol] release`` gives every switch not written its
+policy Hudi's Flink sink ends up with for the jobs and release, a job's ``clean_operator`` is
+whether Hudi's sink builds one for it (:mod:`scenarios.cleaning`), ``[protocol] release`` gives every switch not written its
 value in that Hudi release: :mod:`scenarios.releases`). They are filled in *before* field
 validation, so a validated :class:`Scenario` holds only concrete values: the simulator never re-derives a default, and
 :func:`resolved_toml` writes exactly what ran, which reads back to an equal scenario.
@@ -28,6 +29,7 @@ import tomli_w
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from models.flink.write_buffer import MB, MERGE_READER_MB, MIN_REQUIRED_PAGES
+from scenarios.cleaning import auto_cleaning, clean_operator
 from scenarios.convert import convert, syntax_error
 from scenarios.errors import RuleViolation, ScenarioError, number_text, show
 from scenarios.faults import (
@@ -126,10 +128,14 @@ class Scenario(Spec):
         protocol = data.get("protocol", {})
         protocol = _explicit_keys(protocol)
         if protocol is not None:
-            if protocol.get("failed_writes_cleaning", "auto") == "auto":
-                protocol["failed_writes_cleaning"] = _auto_cleaning(
+            written = protocol.get("failed_writes_cleaning", "auto")
+            if written == "auto":
+                protocol["failed_writes_cleaning"] = auto_cleaning(
                     filled, protocol.get("release", LATEST)
                 )
+            for item in filled:
+                if isinstance(item, dict) and "clean_operator" not in item:
+                    item["clean_operator"] = clean_operator(item, protocol, written)
             data["protocol"] = protocol
         return data
 
@@ -304,20 +310,6 @@ def _buffer_pages(job: JobSpec) -> int:
     """Pages of a writer's buffer memory (``MemorySegmentPoolFactory``; none if not positive)."""
     memory_mb = job.write_task_max_size_mb - MERGE_READER_MB - job.write_merge_max_memory_mb
     return max(0, int(memory_mb * MB) // job.write_memory_segment_page_size_bytes)
-
-
-def _auto_cleaning(jobs: list[Any], release: object) -> str:
-    """The failed-writes cleaning policy Hudi's Flink sink ends up with when none is set
-    (``hoodie.cleaner.policy.failed.writes``, default EAGER): LAZY for several writers or OCC
-    (``HoodieWriteConfig.Builder#autoAdjustConfigsForConcurrencyMode``); from Hudi 1.1, also
-    LAZY for a job whose instant generation is not blocking (``FlinkWriteClients
-    #getHoodieClientConfig``, HUDI-9534 apache/hudi#13464). Keys of the wrong type are left to
-    field validation."""
-    items = [job if isinstance(job, dict) else {} for job in jobs]
-    if len(items) != 1 or items[0].get("concurrency") == "occ":
-        return "LAZY"
-    blocking = items[0].get("instant_generation", "async") == "blocking"
-    return "EAGER" if blocking or release == "1.0" else "LAZY"
 
 
 def _explicit_keys(item: Any) -> dict[str, Any] | None:

@@ -158,6 +158,11 @@ class JobSpec(Spec):
     table_services: bool = True
     """Whether this job schedules and runs compaction, clean and archive; default true for the
     first job, false for the others; at most one job may run them."""
+    clean_operator: bool = True
+    """Whether the table-services job's pipeline has Hudi's clean operator (``clean_commits``,
+    the only place a LAZY job rolls back failed writes). Default: what Hudi's
+    ``HoodieTableSink#getSinkRuntimeProvider`` builds: always for an upsert job, for an insert
+    (append) job as ``[protocol] append_clean`` says; false for a job without table services."""
     compaction_every_commits: integer_in(1, 100_000) = 5
     """Schedule a compaction after this many delta commits (MERGE_ON_READ)."""
     concurrency: Literal["nbcc", "occ"] = "nbcc"
@@ -338,6 +343,14 @@ class ProtocolSpec(Spec):
     release, ``MarkerUtils#getCandidateInstants`` filters on ``isHeartbeatExpired``), or its
     markers count as a live writer's (expired_as_live: a check that ignores heartbeats; a zombie's
     markers then fail every newer writer of its file groups until a cleaner rolls it back)."""
+    append_clean: Literal["write_config", "flink_conf"] = "write_config"
+    """Whether an insert (append) job's pipeline gets the clean operator: when its write client
+    cleans failed writes LAZY, whatever made it so (write_config: the remedy; LAZY inferred for
+    OCC or forced for async instants then rolls back failed writes), or only when LAZY is set in
+    its Flink options (flink_conf: ``OptionsResolver#isLazyFailedWritesCleanPolicy`` reads the
+    Flink conf, default EAGER, HUDI-6540 apache/hudi#9211, Hudi 0.14 to master; an append job
+    that is LAZY by inference or by 1.1's forcing has no cleaner and leaves failed writes
+    pending for good)."""
     failed_writes_cleaning: Literal["auto", "EAGER", "LAZY"] = "auto"
     """Rollback of failed writes: EAGER (before each write) or LAZY (by heartbeat expiry); auto is
     what Hudi's Flink sink ends up with: LAZY for several jobs or OCC; for one job EAGER under
@@ -441,6 +454,7 @@ RECORDED_WHEN_SET = frozenset(
         "index_bootstrap_deletes",
         "index_bootstrap_reads",
         "early_conflict_heartbeats",
+        "append_clean",
     }
 )
 """Switches a history's ``setup`` event names only when a run departs from the real rule (a

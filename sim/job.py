@@ -11,7 +11,8 @@ each failover starts the next), started in this order:
 - ``<job>/source``: the source and its routing (:mod:`sim.flink.source`);
 - ``<job>/checkpoint``: Flink's checkpoint coordinator (:mod:`sim.flink.checkpoint_coordinator`);
 - ``<job>/table-services`` in the table-services job (:mod:`sim.table_services`), a
-  ``<job>/compactor`` per scheduled compaction (:mod:`sim.flink.compactor`), and under LAZY a
+  ``<job>/compactor`` per scheduled compaction (:mod:`sim.flink.compactor`), and under LAZY,
+  when the job's pipeline has a clean operator (``[[jobs]] clean_operator``), a
   ``<job>/clean_commits`` per clean (:mod:`sim.flink.clean_function`).
 
 Each role gets only its settings, its write client, its mailbox and gateways, the fault hooks it
@@ -208,7 +209,7 @@ class Job(JobRoles):
         )
         attempt.start(self._source(attempt, tasks, assigners).run())
         cleaner = None
-        if self.compactor is not None:
+        if self.compactor is not None and self.spec.clean_operator:
             cleaner = self.context.services.clean_function(attempt, coordinator)
         attempt.start(
             self._checkpointing(attempt, acks, coordinator, tasks, notify, assigners, cleaner).run()

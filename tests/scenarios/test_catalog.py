@@ -45,7 +45,7 @@ EXPECTED = {
     "commit_latest_only": ("exactly_once", "no_data_loss"),
     "task_state_lost": ("exactly_once", "no_data_loss"),
     "partial_buffer_snapshot": ("exactly_once", "no_data_loss"),
-    "release_1_1_partial_buffers": ("exactly_once", "no_data_loss"),
+    "release_1_1_partial_buffers": ("exactly_once", "no_data_loss", "failed_writes_rolled_back"),
     "paused_coordinator_rolled_back": (
         "exactly_once",
         "liveness",
@@ -55,6 +55,7 @@ EXPECTED = {
     "duplicate_bucket_file_id": ("liveness", "merge_convergence", "no_data_loss", "unique_key"),
     "marker_answer_before_write": ("no_orphan_files",),
     "early_conflict_zombie_as_live": ("liveness",),
+    "append_never_cleans": ("failed_writes_rolled_back",),
     "marker_flush_failures": (),
     "marker_flush_swallowed": ("no_orphan_files",),
     "blocked_instant_requests": ("liveness",),

@@ -70,3 +70,17 @@ def test_set_key_sets_one_element_or_all():
     for bad in ("time.nope", "jobs[2].writers", "time[0].x", "jobs..writers"):
         with pytest.raises(KeyError):
             set_key(data, bad, 1)
+
+
+def test_defaults_derived_from_other_keys_are_derived_again_per_point():
+    """A point's cleaning policy and clean operators follow its own jobs and release, not the
+    base's: the twin of a COPY_ON_WRITE async upsert runs blocking, so EAGER; the twin of
+    append_never_cleans gets its clean operator back."""
+    twins = {e.name: e.scenario for e in BOOK.suite("twins").scenarios}
+    cow = twins["twin_cow_async_upsert-instant_generation=blocking"]
+    assert cow.protocol.failed_writes_cleaning == "EAGER"
+    append = twins["twin_append_never_cleans-append_clean=write_config"]
+    assert [job.clean_operator for job in append.jobs] == [True]
+    releases = {e.name: e.scenario for e in BOOK.suite("releases").scenarios}
+    points = [f"release_19215-release={r}" for r in ("1.0", "1.1", "latest")]
+    assert [releases[p].jobs[0].clean_operator for p in points] == [False, False, True]

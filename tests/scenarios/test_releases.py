@@ -57,6 +57,7 @@ EXPECTED: dict[str, dict[str, str | bool]] = {
         "record_write_failure": "mark",
         "partial_update_merge": "column_group",
         "marker_write_failure": "swallow",
+        "append_clean": "flink_conf",
         "failed_writes_cleaning": "EAGER",
     },
     "1.1": {
@@ -78,6 +79,7 @@ EXPECTED: dict[str, dict[str, str | bool]] = {
         "record_write_failure": "mark",
         "partial_update_merge": "column_group",
         "marker_write_failure": "swallow",
+        "append_clean": "flink_conf",
         "failed_writes_cleaning": "LAZY",
     },
     "latest": {
@@ -120,8 +122,8 @@ def test_each_release_sets_every_switch_to_its_preset(release: str) -> None:
 
 def test_a_switch_recorded_when_set_is_in_the_setup_only_off_its_real_rule() -> None:
     """``marker_write_failure``, ``marker_answer``, ``index_state_refresh``,
-    ``index_bootstrap_deletes``, ``index_bootstrap_reads`` and ``early_conflict_heartbeats``
-    appear in ``switches()`` (the history's ``setup`` event) only off their default: a real-rule
+    ``index_bootstrap_deletes``, ``index_bootstrap_reads``, ``early_conflict_heartbeats`` and
+    ``append_clean`` appear in ``switches()`` (the history's ``setup`` event) only off their default: a real-rule
     run records none of them."""
     assert {
         "marker_write_failure",
@@ -130,6 +132,7 @@ def test_a_switch_recorded_when_set_is_in_the_setup_only_off_its_real_rule() -> 
         "index_bootstrap_deletes",
         "index_bootstrap_reads",
         "early_conflict_heartbeats",
+        "append_clean",
     } == RECORDED_WHEN_SET
     latest = with_protocol('release = "latest"')
     assert (latest.protocol.marker_write_failure, latest.protocol.marker_answer) == (
@@ -141,7 +144,7 @@ def test_a_switch_recorded_when_set_is_in_the_setup_only_off_its_real_rule() -> 
         'marker_answer = "before_write"\nmarker_write_failure = "swallow"\n'
         'index_state_refresh = "location_change"\nindex_bootstrap_deletes = "skipped"\n'
         'index_bootstrap_reads = "after_recommit"\n'
-        'early_conflict_heartbeats = "expired_as_live"'
+        'early_conflict_heartbeats = "expired_as_live"\nappend_clean = "flink_conf"'
     )
     assert {k: bad.protocol.switches()[k] for k in RECORDED_WHEN_SET} == {
         "marker_write_failure": "swallow",
@@ -150,6 +153,7 @@ def test_a_switch_recorded_when_set_is_in_the_setup_only_off_its_real_rule() -> 
         "index_bootstrap_deletes": "skipped",
         "index_bootstrap_reads": "after_recommit",
         "early_conflict_heartbeats": "expired_as_live",
+        "append_clean": "flink_conf",
     }
 
 
@@ -187,7 +191,8 @@ def test_the_presets_differ_where_a_release_carries_a_bug() -> None:
     deferred recommit left out of the checkpoint) in 1.0 and 1.1 as modelled, 1.0's re-send at
     every attempt, #19907 (pending file ids ignored) in 1.0 and 1.1, 1.1's commit guard blocking
     the instant-request thread (fixed by #19960), the swallowed MARKERS<n> write in 1.0 and 1.1
-    (fixed by #19368) (#14365 is kept at the real rule: the switch
+    (fixed by #19368), an append job's clean operator only for LAZY in its Flink options
+    (HUDI-6540's rule, remedied in latest) (#14365 is kept at the real rule: the switch
     would overstate it)."""
     latest = preset_values(LATEST)
     changed = {
@@ -204,6 +209,7 @@ def test_the_presets_differ_where_a_release_carries_a_bug() -> None:
             "recommit_baseline",
             "record_write_failure",
             "marker_write_failure",
+            "append_clean",
         },
         "1.1": {
             "slice_anchor",
@@ -216,6 +222,7 @@ def test_the_presets_differ_where_a_release_carries_a_bug() -> None:
             "recommit_baseline",
             "record_write_failure",
             "marker_write_failure",
+            "append_clean",
         },
         "latest": set(),
     }

@@ -11,7 +11,7 @@ from typing import Any, get_args
 
 import pytest
 import tomli_w
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from faults import fault_kind
@@ -73,6 +73,7 @@ DEFAULTS: dict[str, Any] = {
     "jobs.operation": "upsert",
     "jobs.key_space": 10000,
     "jobs.table_services": True,
+    "jobs.clean_operator": True,
     "jobs.compaction_every_commits": 5,
     "jobs.concurrency": "nbcc",
     "jobs.early_conflict_detection": False,
@@ -128,6 +129,7 @@ DEFAULTS: dict[str, Any] = {
     "protocol.marker_write_failure": "fail",
     "protocol.marker_answer": "after_write",
     "protocol.early_conflict_heartbeats": "expired_skipped",
+    "protocol.append_clean": "write_config",
     "protocol.failed_writes_cleaning": "LAZY",  # "auto" resolved for one async job
     "expect.violations": (),
     "sim.drain_timeout_s": 120,
@@ -211,6 +213,11 @@ def test_no_job_may_run_table_services() -> None:
     assert [job.table_services for job in scenario.jobs] == [False, False]
 
 
+def test_clean_operator_needs_table_services() -> None:
+    error = error_of(f"{MINIMAL}[[jobs]]\ntable_services = false\nclean_operator = true\n")
+    assert_one_line(error, "jobs[0].clean_operator", "table_services = true")
+
+
 def test_numbers_accept_integers_and_store_floats() -> None:
     scenario = parse_scenario('[scenario]\nname = "s"\nduration_s = 90\n')
     assert scenario.scenario.duration_s == 90.0
@@ -257,6 +264,7 @@ def test_protocol_variants_default_to_the_real_rule() -> None:
         "marker_write_failure": ("fail", "swallow"),
         "marker_answer": ("after_write", "before_write"),
         "early_conflict_heartbeats": ("expired_skipped", "expired_as_live"),
+        "append_clean": ("write_config", "flink_conf"),
         "failed_writes_cleaning": ("auto", "EAGER", "LAZY"),
     }
     for name, choices in PROTOCOL_VARIANTS.items():
@@ -972,6 +980,13 @@ def fault_schedules(draw: st.DrawFn, data: dict[str, Any]) -> list[dict[str, Any
 
 
 @given(scenario_dicts())
+@example(  # a job name with a newline: its write tasks are targets too
+    {
+        "scenario": {"name": "0"},
+        "jobs": [{"name": "n-\n"}, {}],
+        "faults": {"schedule": [{"at_s": 0.0, "kind": "restore_crash", "target": "n-\n/task-0"}]},
+    }
+)
 def test_resolved_toml_round_trip(data: dict[str, Any]) -> None:
     text = tomli_w.dumps(data)
     scenario = parse_scenario(text)

@@ -118,6 +118,7 @@ VARIANTS += (
         "early_conflict_zombie_as_live",
         {"protocol": {"early_conflict_heartbeats": "expired_skipped"}},
     ),
+    Variant("append_never_cleans", {"protocol": {"append_clean": "write_config"}}),
     Variant(
         "restart_before_bootstrap",
         {"protocol": {"restored_events_resend": "every_attempt"}},
