@@ -50,6 +50,18 @@ class _Setup:
     services_job: str
 
 
+@dataclass(frozen=True)
+class _Evidence:
+    """What the raw files and the history say, read once for every pending instant."""
+
+    beats: dict[str, int]
+    files: dict[str, int]
+    activity: dict[str, tuple[int, int]]
+    checkpoints: list[Event]
+    failed_cleans: list[int]
+    end_index: int
+
+
 def check_failed_writes_rolled_back(events: Sequence[Event], table: HudiTable) -> Verdict:
     setup = _setup(events)
     if setup is None:
@@ -60,34 +72,39 @@ def check_failed_writes_rolled_back(events: Sequence[Event], table: HudiTable) -
         for i in committed.instants
         if not i.completed and i.action in WRITE_ACTIONS and not i.archived
     ]
-    beats = _last_beats(table, setup.epoch_ms)
-    files = _timeline_file_times(table, setup.epoch_ms)
-    activity = _last_activity(events)
-    checkpoints = _completed_checkpoints(events, setup.services_job)
-    failed_cleans = _failed_cleans(events, setup.services_job)
-    end = events[-1].index
-    violations = []
-    for instant in pending:
-        seen_ms, seen_index = activity.get(instant, (files.get(instant, 0), None))
-        seen_ms = max(seen_ms, files.get(instant, 0))
-        beat = beats.get(instant)
-        failed_ms = max(seen_ms, beat + setup.expiry_ms if beat is not None else seen_ms)
-        after_ms = failed_ms + 2 * setup.skew_ms
-        done = [c for c in checkpoints if c.time > after_ms]
-        needed = CHECKPOINTS_TO_CLEAN + sum(1 for t in failed_cleans if t > after_ms)
-        if len(done) < needed:
-            continue
-        how = "its heartbeat expired" if beat is not None else "its heartbeat was stopped"
-        violations.append(
-            Violation(
-                f"write instant {instant} is still pending at the end of the run: its writer was "
-                f"last seen at {seen_ms / 1000:.2f} s and {how}, so it failed by "
-                f"{failed_ms / 1000:.2f} s; job {setup.services_job} completed {len(done)} "
-                "checkpoints after that under LAZY cleaning and nothing rolled it back",
-                tuple(i for i in (seen_index, done[needed - 1].index, end) if i is not None),
-            )
-        )
+    evidence = _Evidence(
+        beats=_last_beats(table, setup.epoch_ms),
+        files=_timeline_file_times(table, setup.epoch_ms),
+        activity=_last_activity(events),
+        checkpoints=_completed_checkpoints(events, setup.services_job),
+        failed_cleans=_failed_cleans(events, setup.services_job),
+        end_index=events[-1].index,
+    )
+    found = (_violation(instant, setup, evidence) for instant in pending)
+    violations = [v for v in found if v is not None]
     return Verdict(NAME, tuple(violations[:MAX_VIOLATIONS]))
+
+
+def _violation(instant: str, setup: _Setup, evidence: _Evidence) -> Violation | None:
+    """The violation of one pending instant, None while it may still be rolled back."""
+    file_ms = evidence.files.get(instant, 0)
+    seen_ms, seen_index = evidence.activity.get(instant, (file_ms, None))
+    seen_ms = max(seen_ms, file_ms)
+    beat = evidence.beats.get(instant)
+    failed_ms = max(seen_ms, beat + setup.expiry_ms) if beat is not None else seen_ms
+    after_ms = failed_ms + 2 * setup.skew_ms
+    done = [c for c in evidence.checkpoints if c.time > after_ms]
+    needed = CHECKPOINTS_TO_CLEAN + sum(1 for t in evidence.failed_cleans if t > after_ms)
+    if len(done) < needed:
+        return None
+    how = "its heartbeat expired" if beat is not None else "its heartbeat was stopped"
+    return Violation(
+        f"write instant {instant} is still pending at the end of the run: its writer was "
+        f"last seen at {seen_ms / 1000:.2f} s and {how}, so it failed by "
+        f"{failed_ms / 1000:.2f} s; job {setup.services_job} completed {len(done)} "
+        "checkpoints after that under LAZY cleaning and nothing rolled it back",
+        tuple(i for i in (seen_index, done[needed - 1].index, evidence.end_index) if i is not None),
+    )
 
 
 def _setup(events: Sequence[Event]) -> _Setup | None:
