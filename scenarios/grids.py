@@ -83,9 +83,12 @@ def _rederived(data: dict[str, Any], base_file: Path, grid: GridSpec) -> dict[st
     clean_operator``): each point derives them again from its own jobs and release."""
     raw = tomllib.loads(base_file.read_text(encoding="utf-8"))
     gridded = {*grid.set, *grid.vary}
-    if "failed_writes_cleaning" not in raw.get("protocol", {}):
-        if "protocol.failed_writes_cleaning" not in gridded:
-            data["protocol"].pop("failed_writes_cleaning", None)
+    protocol = raw.get("protocol", {})
+    if (
+        "failed_writes_cleaning" not in protocol
+        and "protocol.failed_writes_cleaning" not in gridded
+    ):
+        data["protocol"].pop("failed_writes_cleaning", None)
     raw_jobs = raw.get("jobs", [])
     for index, job in enumerate(data["jobs"]):
         written = raw_jobs[index] if index < len(raw_jobs) else {}

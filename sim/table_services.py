@@ -150,8 +150,11 @@ class TableServices:
     # --- heartbeats ----------------------------------------------------------------------------
 
     def heartbeat_started(self, instant: str) -> None:
-        """Start ``instant``'s heartbeat under LAZY (a failed write is recorded, and the instant
-        may then look failed to LAZY cleaning)."""
+        """Start ``instant``'s heartbeat under LAZY. The first beat is written at once and a
+        failed write fails the caller, so the job fails over (``HoodieHeartbeatClient#start``
+        calls ``updateHeartbeat``, which throws ``HoodieHeartbeatException`` on an
+        ``IOException``; ``startCommit``, which starts it before the requested file, and
+        ``recommitInstant`` fail with it). The failure is recorded as ``heartbeat_failed``."""
         if self.policy != "LAZY":
             return
         self._stopped.discard(instant)
@@ -162,6 +165,7 @@ class TableServices:
             self.history.info(
                 "world", "heartbeat_failed", {"instant": instant, "error": str(error)}
             )
+            raise
 
     def heartbeat_stopped(self, instant: str) -> None:
         """Stop ``instant``'s heartbeat (committed or rolled back)."""

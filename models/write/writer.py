@@ -114,9 +114,14 @@ class TableWriter:
         return "deltacommit" if self.table.config.is_mor else "commit"
 
     def start_commit(self, action: str | None = None) -> Steps[Instant]:
-        """A new instant: time from the generator, then ``requested`` and ``inflight`` files."""
+        """A new instant: time from the generator, the heartbeat (LAZY), then ``requested`` and
+        ``inflight`` files. As ``BaseHoodieWriteClient#startCommit``, the heartbeat starts
+        before the requested file, so a heartbeat that cannot be written fails the call with no
+        instant on the timeline."""
         action = action or self.default_action
         time = yield from self.time_generator.generate_time()  # type: ignore[attr-defined]
+        if self.heartbeat is not None:
+            self.heartbeat.start(time)
         requested = self.timeline.create_requested(time, action)
         return self.timeline.transition_to_inflight(requested)
 

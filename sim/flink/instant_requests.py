@@ -86,7 +86,6 @@ class InstantRequestExecutor:
                 "start_instant",
                 {"instant": instant, "checkpoint": message.checkpoint_id},
             )
-            holder.services.heartbeat_started(instant)
             holder.on_instant_started()
         response = InstantResponse(holder.attempt.epoch, instant, guard_wait_ms)
         holder.subtasks[message.task_id].send(response)

@@ -64,10 +64,6 @@ PrecommitCheck = Callable[[Instant, tuple[Any, ...]], None]
 class CoordinatorServices(Protocol):
     """The table services the coordinator's write client runs (heartbeats, failed writes)."""
 
-    def heartbeat_started(self, instant: str) -> None:
-        """The coordinator started ``instant``."""
-        ...
-
     def heartbeat_stopped(self, instant: str) -> None:
         """``instant`` completed or was rolled back."""
         ...

@@ -239,3 +239,37 @@ def test_random_histories_agree_with_hudi_rs(tmp_path_factory, ops):
             h.compact(scheduled)
             scheduled = None
     h.assert_agrees_with_hudi_rs()
+
+
+class _Heartbeats:
+    """A write client's heartbeat client; with ``fail`` the first beat cannot be written."""
+
+    def __init__(self) -> None:
+        self.fail = False
+        self.started: list[str] = []
+
+    def start(self, instant_time: str) -> None:
+        if self.fail:
+            raise OSError(f"cannot write the heartbeat of {instant_time}")
+        self.started.append(instant_time)
+
+    def abort_if_expired(self, instant_time: str) -> None:
+        pass
+
+    def stop(self, instant_time: str) -> None:
+        pass
+
+
+def test_start_commit_starts_the_heartbeat_before_the_requested_file(tmp_path):
+    """``BaseHoodieWriteClient#startCommit`` (LAZY): a heartbeat that cannot be written fails
+    the call and leaves no instant on the timeline."""
+    h = TableHarness(tmp_path)
+    h.writer.heartbeat = beats = _Heartbeats()
+    first = h.start()
+    assert beats.started == [first.requested_time]
+    beats.fail = True
+    with pytest.raises(OSError, match="cannot write the heartbeat"):
+        h.start()
+    assert [i.requested_time for i in h.table.timeline().pending().instants] == [
+        first.requested_time
+    ]

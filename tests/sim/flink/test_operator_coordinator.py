@@ -35,9 +35,6 @@ class FakeServices:
     def __init__(self) -> None:
         self.calls: list[tuple[str, Any]] = []
 
-    def heartbeat_started(self, instant: str) -> None:
-        self.calls.append(("heartbeat_started", instant))
-
     def heartbeat_stopped(self, instant: str) -> None:
         self.calls.append(("heartbeat_stopped", instant))
 
@@ -117,7 +114,6 @@ def test_an_instant_request_starts_an_instant_and_answers_through_the_tasks_gate
     assert instant is not None and served.answers == [InstantResponse(1, instant)]
     (start,) = served.h.events("start_instant")
     assert (start.process, start.value) == (ME, {"instant": instant, "checkpoint": -1})
-    assert ("heartbeat_started", instant) in served.services.calls
     # every task's bootstrap is in: the services clean failed writes if their policy says so
     assert served.services.calls[0] == ("clean_after_bootstrap", (ME, []))
     assert set(served.h.named) == {ME}  # the mailbox and the instant-request executor
